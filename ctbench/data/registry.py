@@ -1,0 +1,36 @@
+"""Dataset registry: adding a dataset is one ``@register`` loader plus its config block."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .base import Dataset
+
+_LOADERS: dict[str, Callable[..., Dataset]] = {}
+_INFO: dict[str, dict[str, Any]] = {}
+
+
+def register(name: str, *, family: str, description: str = "", aliases: tuple[str, ...] = ()):
+    """Decorator: register ``loader(fidelity=..., seed=..., **params) -> Dataset`` under ``name``."""
+
+    def deco(fn: Callable[..., Dataset]) -> Callable[..., Dataset]:
+        for key in (name, *aliases):
+            if key in _LOADERS:
+                raise ValueError(f"dataset {key!r} registered twice")
+            _LOADERS[key] = fn
+        _INFO[name] = {"family": family, "description": description, "aliases": list(aliases)}
+        return fn
+
+    return deco
+
+
+def available() -> dict[str, dict[str, Any]]:
+    return dict(_INFO)
+
+
+def load_dataset(name: str, **params: Any) -> Dataset:
+    """Load a registered dataset; ``params`` go to its loader (e.g. ``fidelity``, ``seed``, sizes)."""
+    if name not in _LOADERS:
+        raise ValueError(f"dataset: unknown name {name!r}; registered: {sorted(_LOADERS)}")
+    return _LOADERS[name](**params)

@@ -1,0 +1,107 @@
+"""Fidelity switches: every place where the authors' code and the paper's text disagree.
+
+The authors' code produced the published numbers, so ``reference`` is the default mode; ``paper`` follows the
+text. Each switch names the item of ``reference/ct_reference.md`` §11 it comes from. Every saved result records the
+mode *and* the resolved switches, so a result never hides which behaviour ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal
+
+FidelityMode = Literal["reference", "paper"]
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """Resolved fidelity switches (see ``PRESETS`` for the two named modes)."""
+
+    mode: str = "reference"
+    #: §11.1 — step size of the gradient counterfactual search (code ignores the configured 0.25, uses 0.1).
+    ce_step_size: float = 0.1
+    #: §11.4 — label of the adversarial (nascent) example: the factual's ``true`` label (final code and paper) or
+    #: its ``predicted`` label (Mar/Jul 2025 preprints).
+    adversarial_label: str = "true"
+    #: §11.4 — L∞ radius of the ball that defines the nascent counterfactual (hard-coded 0.3, not stated in paper).
+    nascent_epsilon: float = 0.3
+    #: §11.4 — the code keeps path points with ``‖x_t − x‖∞ ≤ ε``; the paper writes ``< ε``.
+    nascent_inclusive: bool = True
+    #: §11.5 — what "mature" means: ``threshold`` (p ≥ τ, code and main text) or ``threshold_or_exhausted``
+    #: (appendix notation: passed the threshold or used all T steps).
+    maturity: str = "threshold"
+    #: §1.3.5 — a factual that already meets the threshold is returned unsearched; the code then treats it as
+    #: immature (no ``:converged`` key). ``False`` treats it as mature.
+    initially_valid_is_immature: bool = True
+    #: §11.2 — domain box μ ± nσ (widened to the observed range): n = 2 in the code, 3 in the paper.
+    domain_n_sigma: float = 2.0
+    #: §11.3 — synthetic mutability runs were trained with λ_reg = λ_adv = 0 in the code's run records.
+    synthetic_mutability_zero_reg_adv: bool = True
+    #: §11.8 — training mini-batches in fixed file order every epoch (Flux default) vs reshuffled each epoch.
+    shuffle_batches: bool = False
+    #: §11.12 — Adult: categorical groups by substring match (swallows ``education_num`` into ``education``).
+    adult_substring_groups: bool = True
+    #: §11.12 — snap one-hot groups to their argmax at evaluation (code) — training never snaps.
+    snap_categorical_at_eval: bool = True
+    #: §11.14 — test-set sizes actually used (``reference``) vs the sizes in the paper's table (``paper``).
+    test_sizes: str = "reference"
+    #: §11.15 — Gaussian-kernel length-scale of the IP* MMD: 5.0 (harness default) vs 0.5 (paper).
+    mmd_length_scale: float = 5.0
+    #: §7.2 / §11.16 — factual/target label pairs drawn once and reused across runs (code) or redrawn per run.
+    redraw_pairs_per_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+PRESETS: dict[str, Fidelity] = {
+    "reference": Fidelity(),
+    "paper": Fidelity(
+        mode="paper",
+        ce_step_size=0.25,
+        adversarial_label="true",
+        nascent_epsilon=0.3,
+        nascent_inclusive=False,
+        maturity="threshold",
+        initially_valid_is_immature=False,
+        domain_n_sigma=3.0,
+        synthetic_mutability_zero_reg_adv=False,
+        shuffle_batches=False,
+        adult_substring_groups=False,
+        snap_categorical_at_eval=True,
+        test_sizes="paper",
+        mmd_length_scale=0.5,
+        redraw_pairs_per_run=True,
+    ),
+}
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "adversarial_label": ("true", "predicted"),
+    "maturity": ("threshold", "threshold_or_exhausted"),
+    "test_sizes": ("reference", "paper"),
+}
+
+
+def resolve_fidelity(mode: str = "reference", overrides: dict[str, Any] | None = None) -> Fidelity:
+    """Return the preset ``mode`` with individual switches overridden; unknown names fail loudly."""
+    if isinstance(mode, Fidelity):
+        base = mode
+    elif mode not in PRESETS:
+        raise ValueError(f"fidelity: unknown mode {mode!r}; choose one of {sorted(PRESETS)}")
+    else:
+        base = PRESETS[mode]
+    overrides = dict(overrides or {})
+    known = {f.name: f.type for f in fields(Fidelity)} 
+    for key, value in overrides.items():
+        if key not in known or key == "mode":
+            raise ValueError(
+                f"fidelity.{key}: unknown switch; known switches are {sorted(k for k in known if k != 'mode')}"
+            )
+        if key in _CHOICES and value not in _CHOICES[key]:
+            raise ValueError(f"fidelity.{key}: {value!r} is not one of {_CHOICES[key]}")
+    fid = replace(base, **overrides)
+    if fid.ce_step_size <= 0:
+        raise ValueError("fidelity.ce_step_size must be > 0")
+    if fid.nascent_epsilon < 0:
+        raise ValueError("fidelity.nascent_epsilon must be >= 0")
+    return fid

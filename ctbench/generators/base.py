@@ -1,0 +1,233 @@
+"""The batched gradient search that every generator shares (reference §4.1).
+
+A whole batch of factuals and targets is one tensor program. Rows that reach the decision threshold are retired
+and the search continues on the remaining rows only, so a row's path never depends on the other rows of the batch:
+the loss is a *sum* over rows, and a row's gradient is that of its own term. Each step:
+
+1. g = ∇ₛ [CE(f(decode(s)), y⁺) + penalties]          (one autograd call for the batch)
+2. Δ = −η·g, NaN → 0, mutability mask on Δ              (feature-space search only)
+3. s ← s + Δ; x' = decode(s); snap categoricals; clamp to the domain box; project (latent search); s = encode(x')
+4. nascent example ← x' if ‖x' − x‖∞ ≤ ε                (last path point inside the ball; the path starts at x)
+5. stop the row if softmax(f(x'))[y⁺] ≥ τ (threshold convergence) or after T steps
+
+Subclasses define the penalties (Generic, ECCo) or a latent space (REVISE); SNS-style searches can override
+:meth:`GradientGenerator.direction` and :meth:`GradientGenerator.postprocess`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, fields
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..constraints import Constraints
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """When a search stops: ``threshold`` (p(y⁺|x') ≥ τ, at most T steps) or ``max_iter`` (exactly T steps)."""
+
+    kind: str = "threshold"
+    tau: float = 0.75
+    max_iter: int = 30
+
+    def __post_init__(self):
+        if self.kind not in ("threshold", "max_iter"):
+            raise ValueError(f"convergence.kind: {self.kind!r} is not one of ('threshold', 'max_iter')")
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"convergence.tau: {self.tau} must lie in (0, 1]")
+        if int(self.max_iter) < 0:
+            raise ValueError(f"convergence.max_iter: {self.max_iter} must be >= 0")
+
+
+@dataclass
+class CounterfactualResult:
+    """Everything a search returns, one row per factual."""
+
+    factual: torch.Tensor          # (B, D)
+    target: torch.Tensor           # (B,) long
+    counterfactual: torch.Tensor   # (B, D) final x'
+    nascent: torch.Tensor          # (B, D) last path point within the L∞ ε-ball of the factual
+    mature: torch.Tensor           # (B,) bool
+    steps: torch.Tensor            # (B,) long, number of updates taken
+    prob_target: torch.Tensor      # (B,) p(y⁺ | x') at the end
+    initially_valid: torch.Tensor  # (B,) bool: the factual already met the threshold; no step was taken
+
+    def __len__(self) -> int:
+        return self.factual.shape[0]
+
+    def to(self, device) -> CounterfactualResult:
+        return CounterfactualResult(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+
+    def select(self, index) -> CounterfactualResult:
+        return CounterfactualResult(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+
+@contextlib.contextmanager
+def frozen_parameters(model: nn.Module):
+    """Temporarily stop tracking parameter gradients (the search differentiates w.r.t. inputs only)."""
+    flags = [p.requires_grad for p in model.parameters()]
+    try:
+        for p in model.parameters():
+            p.requires_grad_(False)
+        yield
+    finally:
+        for p, f in zip(model.parameters(), flags):
+            p.requires_grad_(f)
+
+
+class GradientGenerator:
+    """Base class: gradient descent on ``CE(f(x'), y⁺) + penalty`` with per-row convergence."""
+
+    name = "gradient"
+    latent = False  # True: the state lives in another space and ``decode`` maps it to features
+
+    def __init__(self, step_size: float = 0.1, lambda_cost: float = 0.0, nascent_epsilon: float = 0.3,
+                 nascent_inclusive: bool = True, maturity: str = "threshold"):
+        if step_size <= 0:
+            raise ValueError(f"{self.name}: step_size must be > 0, got {step_size}")
+        if maturity not in ("threshold", "threshold_or_exhausted"):
+            raise ValueError(f"{self.name}: maturity {maturity!r} not in ('threshold', 'threshold_or_exhausted')")
+        self.step_size = float(step_size)
+        self.lambda_cost = float(lambda_cost)
+        self.nascent_epsilon = float(nascent_epsilon)
+        self.nascent_inclusive = bool(nascent_inclusive)
+        self.maturity = maturity
+
+    # -- hooks ---------------------------------------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        return {"type": self.name, "step_size": self.step_size, "lambda_cost": self.lambda_cost,
+                "nascent_epsilon": self.nascent_epsilon, "nascent_inclusive": self.nascent_inclusive,
+                "maturity": self.maturity}
+
+    def penalty(self, x_cf: torch.Tensor, logits: torch.Tensor, x0: torch.Tensor, target: torch.Tensor,
+                t: int, T: int) -> torch.Tensor:
+        """Per-row penalty added to the cross-entropy; the base class has the L1 cost λ_cst‖x' − x‖₁."""
+        if self.lambda_cost == 0.0:
+            return torch.zeros(x_cf.shape[0], dtype=x_cf.dtype, device=x_cf.device)
+        return self.lambda_cost * (x_cf - x0).abs().sum(1)
+
+    def encode(self, x: torch.Tensor, rng: torch.Generator | None) -> torch.Tensor:
+        return x
+
+    def decode(self, s: torch.Tensor) -> torch.Tensor:
+        return s
+
+    def direction(self, grad: torch.Tensor) -> torch.Tensor:
+        """The update Δ for a gradient (plain gradient descent, as Flux ``Descent``)."""
+        return -self.step_size * grad
+
+    # -- the search ----------------------------------------------------------------------------------------------
+    def search(self, model: nn.Module, x: torch.Tensor, target: torch.Tensor,
+               constraints: Constraints | None = None, convergence: Convergence | None = None,
+               generator: torch.Generator | None = None) -> CounterfactualResult:
+        """Search counterfactuals for a batch of factuals ``x`` (B, D) and target classes ``target`` (B,)."""
+        conv = convergence or Convergence()
+        x = torch.as_tensor(x)
+        if x.ndim != 2:
+            raise ValueError(f"search expects factuals of shape (B, D), got {tuple(x.shape)}")
+        x = x.detach()
+        target = torch.as_tensor(target, device=x.device).long().reshape(-1)
+        if target.shape[0] != x.shape[0]:
+            raise ValueError(f"{target.shape[0]} targets for {x.shape[0]} factuals")
+        cons = constraints or Constraints(x.shape[1])
+        if cons.n_features != x.shape[1]:
+            raise ValueError(f"constraints are for {cons.n_features} features, factuals have {x.shape[1]}")
+        with frozen_parameters(model):
+            if self.latent:
+                return self._search(model, x, target, cons, conv, generator, fused=False)
+            return self._search(model, x, target, cons, conv, generator, fused=True)
+
+    def _search(self, model, x, target, cons, conv, rng, fused):
+        B, T = x.shape[0], int(conv.max_iter)
+        threshold = conv.kind == "threshold"
+        codes = cons.codes(x.device)
+        lo_all, hi_all = cons.row_bounds(x, codes)
+        per_row_bounds = lo_all is not None and lo_all.ndim == 2
+
+        out_cf = x.clone()
+        out_nascent = x.clone()
+        out_steps = torch.zeros(B, dtype=torch.long, device=x.device)
+        out_prob = torch.zeros(B, dtype=x.dtype, device=x.device)
+        out_mature = torch.zeros(B, dtype=torch.bool, device=x.device)
+
+        idx = torch.arange(B, device=x.device)  # original row of each active row
+        x0, y = x, target
+        lo, hi = lo_all, hi_all
+        xcf = x.clone()
+        nascent = x.clone()
+        state = self.encode(xcf, rng)
+        initially_valid = torch.zeros(B, dtype=torch.bool, device=x.device)
+
+        t = 0
+        while True:
+            # Forward pass at the current point: its probabilities decide convergence (the point reached by the
+            # last step), and for feature-space search the same pass gives the gradient of the next step.
+            if fused:
+                state = state.detach().requires_grad_(True)
+                cur = self.decode(state)
+                logits = model(cur)
+                p = torch.softmax(logits.detach(), 1).gather(1, y[:, None]).squeeze(1)
+            else:
+                with torch.no_grad():
+                    p = torch.softmax(model(xcf), 1).gather(1, y[:, None]).squeeze(1)
+            passed = p >= conv.tau
+            if t == 0:
+                initially_valid[idx] = passed if threshold else torch.zeros_like(passed)
+            finish = (passed if threshold else torch.zeros_like(passed)) | (t >= T)
+            if bool(finish.any()):
+                rows = idx[finish]
+                out_cf[rows] = xcf[finish].detach()
+                out_nascent[rows] = nascent[finish]
+                out_steps[rows] = t
+                out_prob[rows] = p[finish]
+                if threshold and self.maturity == "threshold":
+                    out_mature[rows] = passed[finish]
+                else:
+                    out_mature[rows] = True
+                keep = ~finish
+                if not bool(keep.any()):
+                    break
+            else:
+                keep = None
+
+            if not fused:
+                state = state.detach().requires_grad_(True)
+                cur = self.decode(state)
+                logits = model(cur)
+            loss = F.cross_entropy(logits, y, reduction="none") + self.penalty(cur, logits, x0, y, t, T)
+            if keep is not None:
+                loss = loss[keep]
+            (grad,) = torch.autograd.grad(loss.sum(), state)
+            state = state.detach()
+            if keep is not None:  # retire finished rows before the update
+                state, grad, x0, y, idx, nascent = (v[keep] for v in (state, grad, x0, y, idx, nascent))
+                if per_row_bounds:
+                    lo, hi = lo[keep], hi[keep]
+            delta = self.direction(grad)
+            delta = torch.where(torch.isnan(delta), torch.zeros((), dtype=delta.dtype, device=delta.device), delta)
+            if not self.latent:
+                delta = cons.mask_update(delta, codes)
+            state = state + delta
+            xcf = self.postprocess(self.decode(state), x0, cons, codes, lo, hi)
+            state = self.encode(xcf, rng) if self.latent else xcf
+            t += 1
+            dist = (xcf - x0).abs().amax(1)
+            inside = dist <= self.nascent_epsilon if self.nascent_inclusive else dist < self.nascent_epsilon
+            nascent = torch.where(inside[:, None], xcf, nascent)
+
+        return CounterfactualResult(x, target, out_cf, out_nascent, out_mature, out_steps, out_prob,
+                                    initially_valid)
+
+    def postprocess(self, xcf: torch.Tensor, x0: torch.Tensor, cons: Constraints, codes, lo, hi) -> torch.Tensor:
+        """Snap categorical groups, clamp to the domain, and (latent search) project onto the mutability set."""
+        xcf = cons.snap(xcf)
+        if lo is not None:
+            xcf = torch.clamp(xcf, lo, hi)
+        if self.latent:
+            xcf = cons.project(xcf, x0, codes)
+        return xcf

@@ -1,0 +1,85 @@
+"""Classifiers of the paper: MLP, linear and LeNet, all returning raw logits (reference §5).
+
+Binary tasks are 2-logit softmax problems, never a single sigmoid output. Initialisation follows Flux's defaults
+(Glorot/Xavier-uniform weights, zero biases) and draws from an explicit ``torch.Generator`` so that the same seed
+gives the same weights regardless of what else used the global RNG.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def _init_(module: nn.Module, generator: torch.Generator | None) -> None:
+    for m in module.modules():
+        if isinstance(m, (nn.Linear, nn.Conv2d)):
+            nn.init.xavier_uniform_(m.weight, generator=generator)
+            nn.init.zeros_(m.bias)
+
+
+class MLP(nn.Sequential):
+    """D → (hidden, ReLU) × layers → K logits; the paper's model is one hidden layer of 32 units."""
+
+    def __init__(self, n_features: int, n_classes: int, hidden: int = 32, layers: int = 1,
+                 generator: torch.Generator | None = None):
+        if layers < 1:
+            raise ValueError("MLP needs layers >= 1 (use LinearModel for none)")
+        mods: list[nn.Module] = []
+        width = n_features
+        for _ in range(layers):
+            mods += [nn.Linear(width, hidden), nn.ReLU()]
+            width = hidden
+        mods.append(nn.Linear(width, n_classes))
+        super().__init__(*mods)
+        _init_(self, generator)
+
+
+class LinearModel(nn.Sequential):
+    """D → K logits (the Fig. 1 model)."""
+
+    def __init__(self, n_features: int, n_classes: int, generator: torch.Generator | None = None):
+        super().__init__(nn.Linear(n_features, n_classes))
+        _init_(self, generator)
+
+
+class LeNet(nn.Module):
+    """LeNet-5 for flat 784-pixel inputs (reshaped to 1×28×28, row-major)."""
+
+    def __init__(self, n_features: int = 784, n_classes: int = 10, generator: torch.Generator | None = None):
+        super().__init__()
+        if n_features != 784:
+            raise ValueError(f"LeNet expects 784 = 28×28 features, got {n_features}")
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        )
+        self.head = nn.Sequential(
+            nn.Flatten(), nn.Linear(7 * 7 * 16, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+            nn.Linear(84, n_classes),
+        )
+        _init_(self, generator)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x.reshape(-1, 1, 28, 28)))
+
+
+MODEL_TYPES = {"mlp": MLP, "linear": LinearModel, "lenet": LeNet}
+
+
+def build_model(spec: dict[str, Any], n_features: int, n_classes: int, seed: int | None = None) -> nn.Module:
+    """Build a model from a config block such as ``{"type": "mlp", "hidden": 32, "layers": 1}``."""
+    spec = dict(spec)
+    kind = spec.pop("type", "mlp")
+    if kind not in MODEL_TYPES:
+        raise ValueError(f"model.type: unknown model {kind!r}; choose one of {sorted(MODEL_TYPES)}")
+    allowed = {"mlp": {"hidden", "layers"}, "linear": set(), "lenet": set()}[kind]
+    unknown = set(spec) - allowed
+    if unknown:
+        raise ValueError(f"model: unknown key(s) {sorted(unknown)} for type {kind!r}; allowed: {sorted(allowed)}")
+    gen = None
+    if seed is not None:
+        gen = torch.Generator().manual_seed(int(seed))
+    return MODEL_TYPES[kind](n_features, n_classes, generator=gen, **spec)
