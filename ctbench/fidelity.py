@@ -91,7 +91,7 @@ def resolve_fidelity(mode: str = "reference", overrides: dict[str, Any] | None =
     else:
         base = PRESETS[mode]
     overrides = dict(overrides or {})
-    known = {f.name: f.type for f in fields(Fidelity)} 
+    known = {f.name: f.type for f in fields(Fidelity)}
     for key, value in overrides.items():
         if key not in known or key == "mode":
             raise ValueError(

@@ -224,10 +224,8 @@ class GradientGenerator:
                                     initially_valid)
 
     def postprocess(self, xcf: torch.Tensor, x0: torch.Tensor, cons: Constraints, codes, lo, hi) -> torch.Tensor:
-        """Snap categorical groups, clamp to the domain, and (latent search) project onto the mutability set."""
+        """Snap categorical groups and clamp to the domain (feature-space search; masks already keep mutability)."""
         xcf = cons.snap(xcf)
         if lo is not None:
             xcf = torch.clamp(xcf, lo, hi)
-        if self.latent:
-            xcf = cons.project(xcf, x0, codes)
         return xcf

@@ -1,0 +1,148 @@
+"""The ``ctbench`` command line: the commands the workflow rules and people call."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def _cmd_train(args) -> int:
+    from .api import train_from_config
+    from .config import load_config
+
+    cfg = load_config(args.config, args.set)
+    trained = train_from_config(cfg, progress=not args.quiet)
+    out = trained.save(args.out)
+    last = trained.log.iloc[-1]
+    print(f"saved {out} (test accuracy {trained.meta['acc_test']:.4f}, final share mature "
+          f"{last['share_mature']:.3f}, {trained.meta['train_seconds']:.1f}s, fidelity {trained.fidelity.mode})")
+    return 0
+
+
+def _read_matrix(path: str) -> np.ndarray:
+    p = Path(path)
+    if p.suffix == ".npy":
+        return np.load(p)
+    import pandas as pd
+
+    return pd.read_csv(p).to_numpy(dtype=np.float32)
+
+
+def _cmd_generate(args) -> int:
+    import pandas as pd
+
+    from .api import load_model
+    from .io import atomic_write_text
+
+    trained = load_model(args.model)
+    X = _read_matrix(args.factuals).astype(np.float32)
+    if args.target is not None:
+        target = np.full(len(X), args.target, dtype=np.int64)
+    else:  # default: the next class after the predicted one
+        target = (trained.predict(X) + 1) % trained.meta["model_spec"]["n_classes"]
+    gen_spec = dict(trained.config["generator"])
+    for kv in args.generator or []:
+        k, v = kv.split("=", 1)
+        gen_spec[k] = float(v) if k.startswith(("lambda", "step")) else v
+    conv = dict(trained.config["convergence"])
+    if args.tau is not None:
+        conv["tau"] = args.tau
+    if args.max_iter is not None:
+        conv["max_iter"] = args.max_iter
+    res = trained.counterfactuals(X, target, generator=gen_spec, convergence=conv, seed=args.seed)
+    D = X.shape[1]
+    cf = pd.DataFrame(res.counterfactual.cpu().numpy(), columns=[f"cf_{i}" for i in range(D)])
+    cf.insert(0, "target", res.target.cpu().numpy())
+    cf.insert(1, "mature", res.mature.cpu().numpy())
+    cf.insert(2, "steps", res.steps.cpu().numpy())
+    cf.insert(3, "prob_target", res.prob_target.cpu().numpy())
+    atomic_write_text(args.out, cf.to_csv(index=False))
+    print(f"wrote {len(cf)} counterfactuals to {args.out} ({float(res.mature.float().mean()):.1%} mature)")
+    return 0
+
+
+def _cmd_data_summary(args) -> int:
+    import pandas as pd
+
+    from .data import available, load_dataset
+
+    rows = []
+    for name, info in available().items():
+        if args.datasets and name not in args.datasets:
+            continue
+        try:
+            rows.append({**load_dataset(name, fidelity=args.fidelity).summary(), "family": info["family"]})
+        except (FileNotFoundError, ValueError) as err:
+            rows.append({"dataset": name, "family": info["family"], "error": str(err).splitlines()[0]})
+    print(pd.DataFrame(rows).to_markdown(index=False) if _has_tabulate() else pd.DataFrame(rows).to_string())
+    return 0
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _cmd_bench(args) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ctbench", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train and save a model from a YAML config")
+    t.add_argument("--config", help="YAML config (see ctbench.config.DEFAULT_TRAIN_CONFIG)")
+    t.add_argument("--out", required=True, help="output model file (.pt); a .pt.json sidecar is written too")
+    t.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key, e.g. training.epochs=5")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=_cmd_train)
+
+    g = sub.add_parser("generate", help="counterfactuals for given factuals with a saved model")
+    g.add_argument("--model", required=True)
+    g.add_argument("--factuals", required=True, help=".npy or .csv (header row, features only)")
+    g.add_argument("--target", type=int, help="target class for all rows (default: predicted + 1 mod K)")
+    g.add_argument("--generator", action="append", metavar="KEY=VALUE", help="generator override, e.g. type=generic")
+    g.add_argument("--tau", type=float)
+    g.add_argument("--max-iter", type=int, dest="max_iter")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", required=True, help="CSV with target, mature, steps, prob_target and the counterfactual")
+    g.set_defaults(func=_cmd_generate)
+
+    d = sub.add_parser("data", help="datasets")
+    dsub = d.add_subparsers(dest="data_command", required=True)
+    s = dsub.add_parser("summary", help="rows per split, features, classes, balance, protected features")
+    s.add_argument("datasets", nargs="*")
+    s.add_argument("--fidelity", default="reference")
+    s.set_defaults(func=_cmd_data_summary)
+
+    b = sub.add_parser("bench", help="throughput and training-time benchmarks")
+    b.add_argument("--out", default="benchmarks/results", help="folder for the JSON/Markdown results")
+    b.add_argument("--device", default="cpu")
+    b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--quick", action="store_true", help="small sizes (a smoke run of the benchmark itself)")
+    b.set_defaults(func=_cmd_bench)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .config import ConfigError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"ctbench: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Counterfactual generators: one batched gradient search, several objectives (Generic, ECCo, REVISE)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..fidelity import Fidelity, resolve_fidelity
+from .base import Convergence, CounterfactualResult, GradientGenerator
+from .ecco import ECCoGenerator, energy_multiplier
+from .generic import GenericGenerator
+from .revise import REVISEGenerator
+from .vae import VAE
+
+GENERATORS: dict[str, type[GradientGenerator]] = {
+    "generic": GenericGenerator,
+    "wachter": GenericGenerator,
+    "ecco": ECCoGenerator,
+    "revise": REVISEGenerator,
+}
+_KEYS = {"type", "step_size", "lambda_cost", "lambda_energy", "energy_reg", "decay", "enforce_mutability"}
+
+
+def make_generator(spec: dict[str, Any] | None = None, fidelity: Fidelity | str = "reference",
+                   vae: VAE | None = None) -> GradientGenerator:
+    """Build a generator from a config block; step size, nascent ε and maturity default to the fidelity mode."""
+    spec = dict(spec or {})
+    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
+    kind = str(spec.pop("type", "ecco")).lower()
+    if kind not in GENERATORS:
+        raise ValueError(f"generator.type: unknown generator {kind!r}; choose one of {sorted(GENERATORS)}")
+    unknown = set(spec) - _KEYS
+    if unknown:
+        raise ValueError(f"generator: unknown key(s) {sorted(unknown)}; allowed: {sorted(_KEYS - {'type'})}")
+    if spec.get("step_size") is None:
+        spec["step_size"] = fid.ce_step_size
+    if kind != "ecco":
+        for k in ("lambda_energy", "energy_reg", "decay"):
+            spec.pop(k, None)  # Generic and REVISE ignore the energy parameters (as in the reference grids)
+    if kind != "revise":
+        spec.pop("enforce_mutability", None)
+    common = dict(nascent_epsilon=fid.nascent_epsilon, nascent_inclusive=fid.nascent_inclusive,
+                  maturity=fid.maturity)
+    if kind == "revise":
+        return REVISEGenerator(vae=vae, **common, **spec)
+    return GENERATORS[kind](**common, **spec)
+
+
+__all__ = [
+    "Convergence", "CounterfactualResult", "ECCoGenerator", "GENERATORS", "GenericGenerator", "GradientGenerator",
+    "REVISEGenerator", "VAE", "energy_multiplier", "make_generator",
+]

@@ -1,0 +1,94 @@
+"""Training objectives (reference §1.5–1.6): vanilla (BL), full (CT), energy-only (CD), adversarial-only (AR).
+
+On one mini-batch with its group of counterfactual tuples (x', x_AE, y⁺, x⁺, y_AE), with f the logits:
+
+* clf  = mean CE(f(X_b), Y_b)
+* div  = mean_j f(x'_j)[y⁺_j] − f(x⁺_j)[y⁺_j]          (contrastive divergence of energies E = −f[y])
+* reg  = mean_j f(x⁺_j)[y⁺_j]² + f(x'_j)[y⁺_j]²         (energy ridge)
+* adv  = mean_j CE(f(x_AE,j), y_AE,j)                   (nascent counterfactuals as adversarial examples)
+
+Total = λ_clf·clf + λ_div·div + λ_reg·reg + λ_adv·adv over the parts the objective uses. All parts are computed
+(and logged) whenever counterfactuals exist, as the reference does; the ablations just drop terms from the total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+OBJECTIVE_PARTS = {
+    "vanilla": ("clf",),
+    "full": ("clf", "div", "reg", "adv"),
+    "energy": ("clf", "div", "reg"),
+    "adversarial": ("clf", "adv"),
+}
+ALIASES = {"bl": "vanilla", "ct": "full", "cd": "energy", "ar": "adversarial"}
+
+
+@dataclass
+class CounterfactualGroup:
+    """The counterfactual tuples assigned to one mini-batch (constants w.r.t. the model parameters)."""
+
+    x_cf: torch.Tensor     # (m, D) mature counterfactual, or x⁺ for immature ones
+    x_ae: torch.Tensor     # (m, D) nascent counterfactual
+    target: torch.Tensor   # (m,) y⁺
+    x_plus: torch.Tensor   # (m, D) target-class sample, protected under mutability
+    y_ae: torch.Tensor     # (m,) label for the adversarial loss
+
+    def __len__(self) -> int:
+        return self.x_cf.shape[0]
+
+
+@dataclass(frozen=True)
+class Objective:
+    name: str = "full"
+    lambda_clf: float = 1.0
+    lambda_div: float = 0.5
+    lambda_reg: float = 0.1
+    lambda_adv: float = 0.25
+
+    def __post_init__(self):
+        name = ALIASES.get(self.name.lower(), self.name.lower())
+        if name not in OBJECTIVE_PARTS:
+            raise ValueError(f"objective.name: unknown objective {self.name!r}; choose one of "
+                             f"{sorted(OBJECTIVE_PARTS)} (or {sorted(ALIASES)})")
+        object.__setattr__(self, "name", name)
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return OBJECTIVE_PARTS[self.name]
+
+    @property
+    def needs_counterfactuals(self) -> bool:
+        return self.name != "vanilla"
+
+    def lambdas(self) -> dict[str, float]:
+        return {"clf": self.lambda_clf, "div": self.lambda_div, "reg": self.lambda_reg, "adv": self.lambda_adv}
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __call__(self, model: nn.Module, xb: torch.Tensor, yb: torch.Tensor,
+                 group: CounterfactualGroup | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Return the total loss and its parts (unweighted) for one mini-batch."""
+        if group is None or len(group) == 0 or not self.needs_counterfactuals:
+            clf = F.cross_entropy(model(xb), yb)
+            return self.lambda_clf * clf, {"clf": clf}
+        n, m = xb.shape[0], len(group)
+        # One forward pass for the batch and all three kinds of counterfactual points.
+        logits = model(torch.cat([xb, group.x_cf, group.x_plus, group.x_ae]))
+        lb, lcf, lplus, lae = logits.split([n, m, m, m])
+        t = group.target[:, None]
+        f_cf, f_plus = lcf.gather(1, t).squeeze(1), lplus.gather(1, t).squeeze(1)
+        parts = {
+            "clf": F.cross_entropy(lb, yb),
+            "div": (f_cf - f_plus).mean(),
+            "reg": (f_plus.square() + f_cf.square()).mean(),
+            "adv": F.cross_entropy(lae, group.y_ae),
+        }
+        lam = self.lambdas()
+        total = sum(lam[k] * parts[k] for k in self.parts)
+        return total, parts

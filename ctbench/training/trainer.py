@@ -1,0 +1,224 @@
+"""The counterfactual-training loop (reference §1.2–1.4, §1.9).
+
+Each epoch (after the burn-in) generates all counterfactuals at once with the current model, in one batched search:
+``nce`` factuals drawn without replacement, targets among the classes other than the predicted one, one random
+target-class training point x⁺ per counterfactual, immature counterfactuals replaced by x⁺, x⁺ protected under the
+mutability constraints. The tuples are split into contiguous groups, group i going with mini-batch i. Mini-batches
+come in file order every epoch (Flux's unshuffled DataLoader) unless ``fidelity.shuffle_batches``.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from ..constraints import Constraints
+from ..fidelity import Fidelity, resolve_fidelity
+from ..generators.base import Convergence, GradientGenerator
+from .objectives import CounterfactualGroup, Objective
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss or the weights became NaN/Inf; nothing is saved."""
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    epochs: int = 100
+    batch_size: int = 30
+    nce: int | None = 1000
+    burnin: float = 0.0
+    lr: float = 1e-3
+    #: non-finite batch losses tolerated (their update is skipped, as the reference does) before the run stops
+    max_nonfinite_batches: int = 0
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.epochs < 1 or self.batch_size < 1:
+            raise ValueError("training: epochs and batch_size must be >= 1")
+        if self.nce is not None and self.nce < 1:
+            raise ValueError("training.nce must be >= 1 or null (= the whole training set)")
+        if not 0.0 <= self.burnin <= 1.0:
+            raise ValueError(f"training.burnin: {self.burnin} must lie in [0, 1] (a share of the epochs)")
+        if self.lr <= 0:
+            raise ValueError("training.lr must be > 0")
+
+
+def split_obs(n: int, k: int) -> list[tuple[int, int]]:
+    """Contiguous groups of ``range(n)`` for ``k`` batches: the first ``n % k`` groups get one more (TaijaParallel)."""
+    q, r = divmod(n, k)
+    bounds, start = [], 0
+    for i in range(k):
+        size = q + 1 if i < r else q
+        bounds.append((start, start + size))
+        start += size
+    return bounds
+
+
+def sample_targets(predicted: torch.Tensor, n_classes: int, gen: torch.Generator) -> torch.Tensor:
+    """Uniform draw among the K−1 classes other than ``predicted``."""
+    shift = torch.randint(1, n_classes, predicted.shape, generator=gen)
+    return (predicted + shift) % n_classes
+
+
+def sample_positives(y: torch.Tensor, target: torch.Tensor, n_classes: int, gen: torch.Generator) -> torch.Tensor:
+    """For each target class, the index of one training point of that (true) class, uniformly with replacement."""
+    counts = torch.bincount(y, minlength=n_classes)
+    if bool((counts[target] == 0).any()):
+        missing = sorted(set(target[counts[target] == 0].tolist()))
+        raise ValueError(f"no training points of target class(es) {missing} to draw x⁺ from")
+    order = torch.argsort(y, stable=True)
+    starts = torch.cumsum(counts, 0) - counts
+    u = torch.rand(target.shape, generator=gen, dtype=torch.float64)
+    offset = torch.minimum((u * counts[target]).long(), counts[target] - 1)
+    return order[starts[target] + offset]
+
+
+@dataclass
+class EpochCounterfactuals:
+    groups: list[CounterfactualGroup]
+    share_mature: float
+    mean_steps: float
+    search_seconds: float
+
+
+def generate_epoch_counterfactuals(model: nn.Module, X: torch.Tensor, y: torch.Tensor, n_classes: int,
+                                   generator: GradientGenerator, constraints: Constraints, convergence: Convergence,
+                                   nce: int | None, n_batches: int, fidelity: Fidelity,
+                                   gen: torch.Generator) -> EpochCounterfactuals:
+    """Reference §1.3: one sweep of counterfactual generation for an epoch, split into per-batch groups."""
+    t0 = time.perf_counter()
+    N = X.shape[0]
+    n = N if nce is None else min(max(nce, n_batches), N)
+    idx = torch.randperm(N, generator=gen)[:n]
+    xf = X[idx.to(X.device)]
+    with torch.no_grad():
+        predicted = model(xf).argmax(1).cpu()
+    target = sample_targets(predicted, n_classes, gen)
+    res = generator.search(model, xf, target.to(X.device), constraints, convergence, gen)
+    mature = res.mature
+    if fidelity.initially_valid_is_immature:
+        mature = mature & ~res.initially_valid
+    y_ae = y[idx.to(y.device)] if fidelity.adversarial_label == "true" else predicted.to(y.device)
+    x_plus = X[sample_positives(y.cpu(), target, n_classes, gen).to(X.device)]
+    x_cf = torch.where(mature[:, None], res.counterfactual, x_plus)
+    x_plus = constraints.protect_positive(x_plus, x_cf)
+    tgt = target.to(X.device)
+    groups = [CounterfactualGroup(x_cf[a:b], res.nascent[a:b], tgt[a:b], x_plus[a:b], y_ae[a:b])
+              for a, b in split_obs(n, n_batches)]
+    return EpochCounterfactuals(groups, float(mature.float().mean()), float(res.steps.float().mean()),
+                                time.perf_counter() - t0)
+
+
+def _accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
+    if X.shape[0] == 0:
+        return float("nan")
+    with torch.no_grad():
+        return float((model(X).argmax(1) == y).float().mean())
+
+
+def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
+          generator: GradientGenerator | None, params: TrainParams, constraints: Constraints | None = None,
+          convergence: Convergence | None = None, fidelity: Fidelity | str = "reference",
+          X_val: Any = None, y_val: Any = None, n_classes: int | None = None,
+          device: str | torch.device = "cpu", progress: bool = False) -> tuple[nn.Module, pd.DataFrame]:
+    """Train ``model`` in place with counterfactual training; returns the model and a per-epoch log.
+
+    Raises :class:`TrainingDivergedError` when more than ``params.max_nonfinite_batches`` batch losses are
+    non-finite or the weights stop being finite.
+    """
+    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
+    device = torch.device(device)
+    X = torch.as_tensor(np.asarray(X_train), dtype=torch.float32, device=device)
+    y = torch.as_tensor(np.asarray(y_train), dtype=torch.long, device=device)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ValueError(f"training data must be X (n, D) and y (n,), got {tuple(X.shape)} and {tuple(y.shape)}")
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError("training features contain NaN or Inf; clean the data first")
+    K = int(n_classes if n_classes is not None else int(y.max()) + 1)
+    if int(y.min()) < 0 or int(y.max()) >= K:
+        raise ValueError(f"labels must lie in 0..{K - 1}")
+    Xv = yv = None
+    if X_val is not None:
+        Xv = torch.as_tensor(np.asarray(X_val), dtype=torch.float32, device=device)
+        yv = torch.as_tensor(np.asarray(y_val), dtype=torch.long, device=device)
+    cons = constraints or Constraints(X.shape[1])
+    conv = convergence or Convergence()
+    if objective.needs_counterfactuals and generator is None:
+        raise ValueError(f"objective {objective.name!r} needs a counterfactual generator")
+    model.to(device)
+    gen = torch.Generator().manual_seed(int(params.seed))
+    opt = torch.optim.Adam(model.parameters(), lr=params.lr)
+    N, b = X.shape[0], params.batch_size
+    batches = [(a, min(a + b, N)) for a in range(0, N, b)]
+    burnin_epochs = round(params.burnin * params.epochs)
+    nonfinite = 0
+    rows = []
+    epochs = range(1, params.epochs + 1)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=params.epochs, desc=f"train {objective.name}", unit="epoch")
+    for epoch in epochs:
+        t0 = time.perf_counter()
+        cf = None
+        if objective.needs_counterfactuals and epoch > burnin_epochs:
+            model.eval()
+            cf = generate_epoch_counterfactuals(model, X, y, K, generator, cons, conv, params.nce, len(batches),
+                                                fid, gen)
+        model.train()
+        order = torch.randperm(N, generator=gen).to(device) if fid.shuffle_batches else None
+        sums: dict[str, float] = {}
+        n_ok = 0
+        for i, (a, z) in enumerate(batches):
+            sel = slice(a, z) if order is None else order[a:z]
+            loss, parts = objective(model, X[sel], y[sel], cf.groups[i] if cf is not None else None)
+            if not bool(torch.isfinite(loss)):
+                nonfinite += 1
+                detail = ", ".join(f"{k}={float(v):.4g}" for k, v in parts.items())
+                if nonfinite > params.max_nonfinite_batches:
+                    raise TrainingDivergedError(
+                        f"non-finite loss {float(loss)} at epoch {epoch}, batch {i + 1} ({detail}); "
+                        f"{nonfinite} non-finite batch(es) in total exceed training.max_nonfinite_batches="
+                        f"{params.max_nonfinite_batches}. Lower the learning rate or the penalty strengths.")
+                warnings.warn(f"skipping non-finite loss at epoch {epoch}, batch {i + 1} ({detail})",
+                              RuntimeWarning, stacklevel=2)
+                continue
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            n_ok += 1
+            sums["loss"] = sums.get("loss", 0.0) + float(loss.detach())
+            for k, v in parts.items():
+                sums[k] = sums.get(k, 0.0) + float(v.detach())
+        if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+            raise TrainingDivergedError(f"model weights became non-finite at epoch {epoch}")
+        model.eval()
+        row = {"epoch": epoch, "loss": sums.get("loss", float("nan")) / max(n_ok, 1)}
+        for k in ("clf", "div", "reg", "adv"):
+            row[k] = sums[k] / n_ok if k in sums and n_ok else float("nan")
+        row["share_mature"] = cf.share_mature if cf is not None else float("nan")
+        row["mean_steps"] = cf.mean_steps if cf is not None else float("nan")
+        row["search_seconds"] = cf.search_seconds if cf is not None else 0.0
+        row["nonfinite_batches"] = nonfinite
+        row["acc_train"] = _accuracy(model, X, y)
+        row["acc_val"] = _accuracy(model, Xv, yv) if Xv is not None else float("nan")
+        row["seconds"] = time.perf_counter() - t0
+        rows.append(row)
+        if bar is not None:
+            bar.set_postfix(loss=f"{row['loss']:.3f}", acc=f"{row['acc_train']:.3f}",
+                            mature=f"{row['share_mature']:.2f}")
+            bar.update()
+    if bar is not None:
+        bar.close()
+    return model, pd.DataFrame(rows)
+
+
+__all__ = ["TrainParams", "TrainingDivergedError", "generate_epoch_counterfactuals", "split_obs", "train"]
