@@ -76,7 +76,7 @@ def frozen_parameters(model: nn.Module):
             p.requires_grad_(False)
         yield
     finally:
-        for p, f in zip(model.parameters(), flags):
+        for p, f in zip(model.parameters(), flags, strict=True):
             p.requires_grad_(f)
 
 
