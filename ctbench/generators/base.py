@@ -106,8 +106,12 @@ class GradientGenerator:
 
     def penalty(self, x_cf: torch.Tensor, logits: torch.Tensor, x0: torch.Tensor, target: torch.Tensor,
                 t: int, T: int) -> torch.Tensor:
-        """Per-row penalty added to the cross-entropy; the base class has the L1 cost λ_cst‖x' − x‖₁."""
-        if self.lambda_cost == 0.0:
+        """Per-row penalty added to the cross-entropy; the base class has the L1 cost λ_cst‖x' − x‖₁.
+
+        In feature space the L1 gradient λ_cst·sign(x' − x) is added in closed form instead inside the search
+        loop; it is the same gradient without an autograd pass through ``abs``.
+        """
+        if self.lambda_cost == 0.0 or not self.latent:
             return torch.zeros(x_cf.shape[0], dtype=x_cf.dtype, device=x_cf.device)
         return self.lambda_cost * (x_cf - x0).abs().sum(1)
 
@@ -118,8 +122,11 @@ class GradientGenerator:
         return s
 
     def direction(self, grad: torch.Tensor) -> torch.Tensor:
-        """The update Δ for a gradient (plain gradient descent, as Flux ``Descent``)."""
-        return -self.step_size * grad
+        """The update Δ for a gradient (plain gradient descent, as Flux ``Descent``); may reuse ``grad``.
+
+        Subclasses that override it (e.g. normalised steps for SNS) take the general path of the loop.
+        """
+        return grad.mul_(-self.step_size)
 
     # -- the search ----------------------------------------------------------------------------------------------
     def search(self, model: nn.Module, x: torch.Tensor, target: torch.Tensor,
@@ -145,23 +152,24 @@ class GradientGenerator:
     def _search(self, model, x, target, cons, conv, rng, fused):
         B, T = x.shape[0], int(conv.max_iter)
         threshold = conv.kind == "threshold"
+        eps = self.nascent_epsilon
         codes = cons.codes(x.device)
-        lo_all, hi_all = cons.row_bounds(x, codes)
-        per_row_bounds = lo_all is not None and lo_all.ndim == 2
+        lo, hi = cons.row_bounds(x, codes)
+        per_row_bounds = lo is not None and lo.ndim == 2
+        plain_descent = type(self).direction is GradientGenerator.direction and codes is None and not self.latent
 
         out_cf = x.clone()
         out_nascent = x.clone()
         out_steps = torch.zeros(B, dtype=torch.long, device=x.device)
         out_prob = torch.zeros(B, dtype=x.dtype, device=x.device)
         out_mature = torch.zeros(B, dtype=torch.bool, device=x.device)
+        initially_valid = torch.zeros(B, dtype=torch.bool, device=x.device)
 
         idx = torch.arange(B, device=x.device)  # original row of each active row
         x0, y = x, target
-        lo, hi = lo_all, hi_all
-        xcf = x.clone()
-        nascent = x.clone()
+        xcf = x.clone()        # current point in feature space
+        nascent = x.clone()    # last path point inside the ε-ball (the path starts at the factual)
         state = self.encode(xcf, rng)
-        initially_valid = torch.zeros(B, dtype=torch.bool, device=x.device)
 
         t = 0
         while True:
@@ -169,31 +177,37 @@ class GradientGenerator:
             # last step), and for feature-space search the same pass gives the gradient of the next step.
             if fused:
                 state = state.detach().requires_grad_(True)
-                cur = self.decode(state)
+                cur = state
                 logits = model(cur)
                 p = torch.softmax(logits.detach(), 1).gather(1, y[:, None]).squeeze(1)
             else:
                 with torch.no_grad():
                     p = torch.softmax(model(xcf), 1).gather(1, y[:, None]).squeeze(1)
+            # The current point joins the path: keep it as nascent example if it lies in the ball. ``diff`` is
+            # reused below for the closed-form L1 gradient.
+            diff = xcf.detach() - x0
+            if t > 0:
+                dist = diff.abs().amax(1)
+                inside = (dist <= eps) if self.nascent_inclusive else (dist < eps)
+                rows_in = inside.nonzero().squeeze(1)
+                if rows_in.numel():
+                    nascent[rows_in] = xcf.detach()[rows_in]
             passed = p >= conv.tau
-            if t == 0:
-                initially_valid[idx] = passed if threshold else torch.zeros_like(passed)
+            if t == 0 and threshold:
+                initially_valid[idx] = passed
             finish = (passed if threshold else torch.zeros_like(passed)) | (t >= T)
+            keep = None
             if bool(finish.any()):
                 rows = idx[finish]
-                out_cf[rows] = xcf[finish].detach()
+                out_cf[rows] = xcf.detach()[finish]
                 out_nascent[rows] = nascent[finish]
                 out_steps[rows] = t
                 out_prob[rows] = p[finish]
-                if threshold and self.maturity == "threshold":
-                    out_mature[rows] = passed[finish]
-                else:
-                    out_mature[rows] = True
+                lenient = not threshold or self.maturity != "threshold"
+                out_mature[rows] = True if lenient else passed[finish]
                 keep = ~finish
                 if not bool(keep.any()):
                     break
-            else:
-                keep = None
 
             if not fused:
                 state = state.detach().requires_grad_(True)
@@ -205,20 +219,26 @@ class GradientGenerator:
             (grad,) = torch.autograd.grad(loss.sum(), state)
             state = state.detach()
             if keep is not None:  # retire finished rows before the update
-                state, grad, x0, y, idx, nascent = (v[keep] for v in (state, grad, x0, y, idx, nascent))
+                state, grad, x0, y, idx, nascent, diff = (
+                    v[keep] for v in (state, grad, x0, y, idx, nascent, diff))
                 if per_row_bounds:
                     lo, hi = lo[keep], hi[keep]
-            delta = self.direction(grad)
-            delta = torch.where(torch.isnan(delta), torch.zeros((), dtype=delta.dtype, device=delta.device), delta)
-            if not self.latent:
-                delta = cons.mask_update(delta, codes)
-            state = state + delta
+            if self.lambda_cost != 0.0 and not self.latent:
+                # closed-form gradient of λ_cst‖x' − x‖₁ (sign(0) = 0, as Zygote's gradient of |·| at 0)
+                grad = grad.add_(diff.sign_(), alpha=self.lambda_cost)
+            finite = bool(torch.isfinite(loss).all())  # a finite loss has a finite gradient; else NaN → 0
+            if plain_descent and finite:
+                state = torch.add(state, grad, alpha=-self.step_size)  # Δ = −η·g fused into the update
+            else:
+                delta = self.direction(grad)
+                if not finite:
+                    delta = torch.nan_to_num(delta, nan=0.0, posinf=float("inf"), neginf=float("-inf"))
+                if not self.latent:
+                    delta = cons.mask_update(delta, codes)
+                state = state + delta
             xcf = self.postprocess(self.decode(state), x0, cons, codes, lo, hi)
             state = self.encode(xcf, rng) if self.latent else xcf
             t += 1
-            dist = (xcf - x0).abs().amax(1)
-            inside = dist <= self.nascent_epsilon if self.nascent_inclusive else dist < self.nascent_epsilon
-            nascent = torch.where(inside[:, None], xcf, nascent)
 
         return CounterfactualResult(x, target, out_cf, out_nascent, out_mature, out_steps, out_prob,
                                     initially_valid)
