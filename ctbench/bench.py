@@ -54,8 +54,8 @@ def search_throughput(n_features: int, n_classes: int, batch: int, T: int = 30, 
 def training_time(which: str, device: str = "cpu", epochs: int = 100) -> dict[str, Any]:
     """Wall time of one CT training run with the paper's final settings (LS) or at Adult size (random data)."""
     from .api import train_from_config
-    from .data import Dataset, load_dataset
     from .constraints import infer_domain
+    from .data import Dataset, load_dataset
 
     if which == "lin_sep":
         cfg = {"data": {"name": "lin_sep"}, "device": device, "training": {"epochs": epochs}}

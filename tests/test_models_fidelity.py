@@ -14,8 +14,8 @@ def test_mlp_shape_and_flux_initialisation():
     bound = math.sqrt(6 / (108 + 32))  # Glorot uniform
     assert float(w.abs().max()) <= bound and float(w.abs().max()) > 0.9 * bound
     assert all(float(layer.bias.abs().max()) == 0.0 for layer in (m[0], m[2]))
-    assert torch.equal(build_model({"type": "mlp"}, 4, 2, seed=1)[0].weight, build_model({"type": "mlp"}, 4, 2, seed=1)[0].weight)
-    assert not torch.equal(build_model({"type": "mlp"}, 4, 2, seed=1)[0].weight, build_model({"type": "mlp"}, 4, 2, seed=2)[0].weight)
+    w = {s: build_model({"type": "mlp"}, 4, 2, seed=s)[0].weight for s in (1, 2)}
+    assert torch.equal(w[1], build_model({"type": "mlp"}, 4, 2, seed=1)[0].weight) and not torch.equal(w[1], w[2])
     deep = build_model({"type": "mlp", "layers": 3}, 4, 2)
     assert sum(isinstance(x, torch.nn.ReLU) for x in deep) == 3
 
