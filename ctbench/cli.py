@@ -68,6 +68,7 @@ def _cmd_data_summary(args) -> int:
     import pandas as pd
 
     from .data import available, load_dataset
+    from .report.markdown import frame_to_markdown
 
     rows = []
     for name, info in available().items():
@@ -77,16 +78,29 @@ def _cmd_data_summary(args) -> int:
             rows.append({**load_dataset(name, fidelity=args.fidelity).summary(), "family": info["family"]})
         except (FileNotFoundError, ValueError) as err:
             rows.append({"dataset": name, "family": info["family"], "error": str(err).splitlines()[0]})
-    print(pd.DataFrame(rows).to_markdown(index=False) if _has_tabulate() else pd.DataFrame(rows).to_string())
+    print(frame_to_markdown(pd.DataFrame(rows)), end="")
     return 0
 
 
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def _cmd_data_fetch(args) -> int:
+    from .data import files
+
+    failed = 0
+    for name, outcome in files.fetch_all(args.files or None, raw_dir=args.raw_dir).items():
+        print(f"{name}: {outcome}")
+        failed += outcome != "ok"
+    return 1 if failed else 0
+
+
+def _cmd_data_status(args) -> int:
+    import pandas as pd
+
+    from .data import files
+    from .report.markdown import frame_to_markdown
+
+    rows = pd.DataFrame(files.status(args.raw_dir))[["file", "status", "path", "licence"]]
+    print(frame_to_markdown(rows), end="")
+    return 0
 
 
 def _cmd_bench(args) -> int:
@@ -123,6 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("datasets", nargs="*")
     s.add_argument("--fidelity", default="reference")
     s.set_defaults(func=_cmd_data_summary)
+    f = dsub.add_parser("fetch", help="download missing raw files from their canonical sources and verify sha256")
+    f.add_argument("files", nargs="*", help="file names (default: every file)")
+    f.add_argument("--raw-dir", dest="raw_dir", help="target folder (default: $CTBENCH_DATA or data/raw)")
+    f.set_defaults(func=_cmd_data_fetch)
+    st = dsub.add_parser("status", help="which raw files are present and verified")
+    st.add_argument("--raw-dir", dest="raw_dir")
+    st.set_defaults(func=_cmd_data_status)
 
     b = sub.add_parser("bench", help="throughput and training-time benchmarks")
     b.add_argument("--out", default="benchmarks/results", help="folder for the JSON/Markdown results")

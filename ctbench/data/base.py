@@ -43,8 +43,16 @@ class Dataset:
             "dataset": self.name, "train": len(self.y_train), "val": len(self.y_val), "test": len(self.y_test),
             "features": self.n_features, "classes": self.n_classes,
             "balance": "/".join(f"{s:.2f}" for s in share),
-            "protected": ",".join(self.feature_names[i] for i in self.protected) if self.protected else "",
+            "protected": _describe_features(self.feature_names, self.protected),
         }
+
+
+def _describe_features(names: list[str], idx: list[int], limit: int = 4) -> str:
+    if not idx:
+        return ""
+    if len(idx) <= limit:
+        return ", ".join(names[i] for i in idx)
+    return f"{len(idx)} features ({names[idx[0]]} … {names[idx[-1]]})"
 
 
 def stratified_val_split(y: np.ndarray, n_val: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

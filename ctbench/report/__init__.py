@@ -1,0 +1,1 @@
+"""Tables, figures and the claims ledger built from evaluation results."""
