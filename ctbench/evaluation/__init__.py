@@ -1,0 +1,38 @@
+"""Evaluation of counterfactuals: per-counterfactual metrics and the paper's statistics.
+
+This ``__init__`` re-exports only ``metrics`` and ``aggregate``. Other modules of this package (``protocol``,
+``robustness``, ``attribution``) are owned by others and are imported explicitly (``from ctbench.evaluation import
+protocol``); keep the imports here limited to these two modules so that they stay light and independent.
+"""
+
+from .aggregate import (
+    AVG,
+    Columns,
+    ablation_table,
+    bootstrap_reduction,
+    compare_published,
+    paper_value,
+    per_run_means,
+    reduction_table,
+    validity_table,
+)
+from .metrics import cost_l1, implausibility, ip_star, mmd2_unbiased, redundancy, strict_validity, validity
+
+__all__ = [
+    "AVG",
+    "Columns",
+    "ablation_table",
+    "bootstrap_reduction",
+    "compare_published",
+    "cost_l1",
+    "implausibility",
+    "ip_star",
+    "mmd2_unbiased",
+    "paper_value",
+    "per_run_means",
+    "reduction_table",
+    "redundancy",
+    "strict_validity",
+    "validity",
+    "validity_table",
+]

@@ -1,0 +1,285 @@
+"""Predictive performance and adversarial robustness (reference §7.6, §11 item 19; paper Fig. 5).
+
+* :func:`accuracy` and :func:`macro_f1` score the ``argmax`` predictions on the whole (test) set.
+* :func:`fgsm` and :func:`pgd` are the two L∞ attacks of the reference's ``adversarial.jl``: both ascend the mean
+  cross-entropy with the **true** labels, neither clamps to the data domain unless asked (``clamp=(lo, hi)``), and
+  PGD uses a random start and a step size that is fixed (0.01) for every ε.
+* :func:`robustness_curve` evaluates adversarial accuracy over an ε grid (default ``numpy.linspace(0, 0.1, 10)``,
+  Julia's ``range(0, 0.1, length=10)``) in batches, so MNIST-size test sets fit in memory.
+
+Models map ``(n, D)`` float32 inputs to raw logits ``(n, K)``. All functions put the model in eval mode for the
+duration of the call (restoring its previous mode afterwards) and differentiate with respect to the inputs only
+(``torch.autograd.grad``; parameter ``.grad`` fields are never touched).
+
+Batching note: the attacks use the gradient of the *summed* cross-entropy. For a model without cross-sample coupling
+(true in eval mode) this is n × the gradient of the mean, so its sign — all FGSM and PGD need — is the reference's
+``sign(∇ₓ CE_mean)`` while not depending on how the test set is split into batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["accuracy", "macro_f1", "predict", "fgsm", "pgd", "robustness_curve", "plot_robustness", "DEFAULT_EPS_GRID"]
+
+DEFAULT_EPS_GRID = np.linspace(0.0, 0.1, 10)  # Julia range(0, 0.1, length=10)
+
+Clamp = tuple[float | torch.Tensor, float | torch.Tensor] | None
+
+
+# --------------------------------------------------------------------------------------------------- helpers
+def _device(model: nn.Module | object) -> torch.device:
+    try:
+        return next(model.parameters()).device  # type: ignore[union-attr]
+    except (AttributeError, StopIteration):
+        return torch.device("cpu")
+
+
+def _as_x(X, device: torch.device) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(X) if not torch.is_tensor(X) else X, dtype=torch.float32).to(device)
+
+
+def _as_y(y, device: torch.device) -> torch.Tensor:
+    y = torch.as_tensor(np.asarray(y) if not torch.is_tensor(y) else y)
+    return y.reshape(-1).long().to(device)
+
+
+@contextmanager
+def eval_mode(model):
+    """Temporarily put ``model`` in eval mode (no-op for plain callables)."""
+    was_training = getattr(model, "training", None)
+    if hasattr(model, "eval"):
+        model.eval()
+    try:
+        yield model
+    finally:
+        if was_training and hasattr(model, "train"):
+            model.train(True)
+
+
+def _batches(n: int, batch_size: int | None) -> Iterable[slice]:
+    bs = n if not batch_size or batch_size <= 0 else int(batch_size)
+    for start in range(0, n, max(bs, 1)):
+        yield slice(start, min(start + bs, n))
+
+
+def _bounds(clamp: Clamp, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    if clamp is None:
+        return None
+    lo, hi = clamp
+    lo = torch.as_tensor(lo, dtype=like.dtype, device=like.device)
+    hi = torch.as_tensor(hi, dtype=like.dtype, device=like.device)
+    return lo, hi
+
+
+def _clamp(x: torch.Tensor, bounds: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+    if bounds is None:
+        return x
+    return torch.maximum(torch.minimum(x, bounds[1]), bounds[0])
+
+
+def _ce_grad_sign(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``sign(∇ₓ Σ_i CE(model(x_i), y_i))`` — same sign as the gradient of the mean CE."""
+    x = x.detach().requires_grad_(True)
+    with torch.enable_grad():
+        loss = F.cross_entropy(model(x), y, reduction="sum")
+        (grad,) = torch.autograd.grad(loss, x)
+    return grad.sign()
+
+
+# --------------------------------------------------------------------------------------------------- metrics
+@torch.no_grad()
+def predict(model, X, batch_size: int | None = 8192) -> torch.Tensor:
+    """Argmax class predictions ``(n,)`` (long, on the model's device)."""
+    dev = _device(model)
+    X = _as_x(X, dev)
+    if len(X) == 0:
+        return torch.empty(0, dtype=torch.long, device=dev)
+    with eval_mode(model):
+        return torch.cat([model(X[s]).argmax(dim=1) for s in _batches(len(X), batch_size)])
+
+
+def accuracy(model, X, y, batch_size: int | None = 8192) -> float:
+    """Fraction of samples whose argmax prediction equals the label."""
+    pred = predict(model, X, batch_size)
+    y = _as_y(y, pred.device)
+    return float((pred == y).float().mean()) if len(y) else float("nan")
+
+
+def _macro_f1_from_labels(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int | None = None) -> float:
+    y_true = np.asarray(y_true).reshape(-1)
+    y_pred = np.asarray(y_pred).reshape(-1)
+    classes = np.union1d(y_true, y_pred)
+    if n_classes is not None:
+        classes = classes[(classes >= 0) & (classes < n_classes)] if len(classes) else classes
+    scores = []
+    for c in classes:
+        tp = np.sum((y_true == c) & (y_pred == c))
+        fp = np.sum((y_true != c) & (y_pred == c))
+        fn = np.sum((y_true == c) & (y_pred != c))
+        scores.append(2.0 * tp / (2.0 * tp + fp + fn))
+    return float(np.mean(scores)) if scores else float("nan")
+
+
+def macro_f1(model, X, y, n_classes: int | None = None, batch_size: int | None = 8192) -> float:
+    """Multiclass macro-averaged F1 of the argmax predictions (StatisticalMeasures ``multiclass_f1score``).
+
+    Per class ``F1_c = 2·TP / (2·TP + FP + FN)`` (the harmonic mean of precision and recall); the macro score is the
+    unweighted mean over the classes that occur in the labels **or** the predictions. A class absent from both has
+    an undefined (0/0) score and is skipped, as StatisticalMeasures does; a class that occurs in only one of them
+    scores 0. ``n_classes`` is accepted for API symmetry and only restricts the considered labels to ``[0, K)``.
+    """
+    pred = predict(model, X, batch_size).cpu().numpy()
+    return _macro_f1_from_labels(_as_y(y, torch.device("cpu")).numpy(), pred, n_classes)
+
+
+# --------------------------------------------------------------------------------------------------- attacks
+def fgsm(model, X, y, eps: float, clamp: Clamp = None) -> torch.Tensor:
+    """Fast gradient sign method: ``x + ε·sign(∇ₓ CE_mean(model(X), y))`` with the TRUE labels ``y``.
+
+    No clamping to the data domain by default (reference §11.19); ``clamp=(lo, hi)`` (scalars or per-feature
+    tensors) clamps the result. Returns a detached tensor on the model's device.
+    """
+    dev = _device(model)
+    X, y = _as_x(X, dev), _as_y(y, dev)
+    with eval_mode(model):
+        x_adv = X + float(eps) * _ce_grad_sign(model, X, y)
+    return _clamp(x_adv, _bounds(clamp, X)).detach()
+
+
+def pgd(model, X, y, eps: float, step: float = 0.01, n_steps: int = 40, random_start: bool = True,
+        generator: torch.Generator | None = None, clamp: Clamp = None) -> torch.Tensor:
+    """Projected gradient descent (ascent on CE) in the L∞ ball of radius ``eps`` around ``X``.
+
+    Start at ``x₀ + U(−ε, ε)`` per coordinate (``random_start``), then ``n_steps`` times
+    ``x ← Π_{‖·−x₀‖∞ ≤ ε}(x + step·sign ∇ₓ CE(model(x), y))`` with the TRUE labels. The step size is the same for
+    every ε (reference: 0.01, 40 steps). ``clamp=(lo, hi)`` additionally clamps every iterate (and the start) to the
+    data domain; the default ``None`` follows the reference (no clamp). The uniform start is drawn on the CPU from
+    ``generator`` (global RNG when ``None``) as ``ε·(2u − 1)``, ``u ~ U(0, 1)``, so that one seed gives the same
+    draws on every device. ``eps = 0`` returns ``X`` unchanged.
+    """
+    dev = _device(model)
+    X0, y = _as_x(X, dev), _as_y(y, dev)
+    eps = float(eps)
+    bounds = _bounds(clamp, X0)
+    lo, hi = X0 - eps, X0 + eps
+    if random_start:
+        u = torch.rand(X0.shape, generator=generator, dtype=torch.float32).to(dev)
+        x = X0 + eps * (2.0 * u - 1.0)
+    else:
+        x = X0.clone()
+    x = _clamp(torch.maximum(torch.minimum(x, hi), lo), bounds)
+    with eval_mode(model):
+        for _ in range(int(n_steps)):
+            x = x + step * _ce_grad_sign(model, x, y)
+            x = _clamp(torch.maximum(torch.minimum(x, hi), lo), bounds)
+    return x.detach()
+
+
+# --------------------------------------------------------------------------------------------------- curves
+def robustness_curve(model, X, y, eps_grid: Sequence[float] | np.ndarray | None = None,
+                     attacks: Sequence[str] = ("fgsm", "pgd"), seed: int = 0, batch_size: int | None = 2048,
+                     step: float = 0.01, n_steps: int = 40, random_start: bool = True,
+                     clamp: Clamp = None) -> pd.DataFrame:
+    """Adversarial accuracy of ``model`` on ``(X, y)`` for every attack and ε.
+
+    Returns a DataFrame with one row per (attack, ε) and columns ``attack`` (str), ``eps`` (float) and
+    ``accuracy`` (float, the fraction of adversarial inputs still classified as their true label). At ε = 0 both
+    attacks return the clean inputs, so that row equals :func:`accuracy`. The test set is processed in batches of
+    ``batch_size``; the FGSM gradient sign is computed once per batch and reused for all ε. PGD random starts come
+    from one ``torch.Generator`` per ε seeded with ``seed`` (common random numbers across ε, reproducible and
+    independent of the global RNG); results therefore depend on ``batch_size`` only through the order of the
+    random-start draws, i.e. not at all for ``random_start=False``.
+    """
+    eps_grid = DEFAULT_EPS_GRID if eps_grid is None else np.asarray(eps_grid, dtype=float).reshape(-1)
+    attacks = tuple(attacks)
+    unknown = set(attacks) - {"fgsm", "pgd"}
+    if unknown:
+        raise ValueError(f"unknown attack(s) {sorted(unknown)}; choose from ['fgsm', 'pgd']")
+    dev = _device(model)
+    X, y = _as_x(X, dev), _as_y(y, dev)
+    n = len(X)
+    correct = {(a, i): 0 for a in attacks for i in range(len(eps_grid))}
+    gens = {i: torch.Generator().manual_seed(int(seed)) for i in range(len(eps_grid))}
+    bounds = _bounds(clamp, X)
+    with eval_mode(model):
+        for s in _batches(n, batch_size):
+            xb, yb = X[s], y[s]
+            if "fgsm" in attacks:
+                sign = _ce_grad_sign(model, xb, yb)
+                with torch.no_grad():
+                    for i, eps in enumerate(eps_grid):
+                        x_adv = _clamp(xb + float(eps) * sign, bounds)
+                        correct["fgsm", i] += int((model(x_adv).argmax(1) == yb).sum())
+            if "pgd" in attacks:
+                for i, eps in enumerate(eps_grid):
+                    x_adv = pgd(model, xb, yb, float(eps), step=step, n_steps=n_steps, random_start=random_start,
+                                generator=gens[i], clamp=clamp)
+                    with torch.no_grad():
+                        correct["pgd", i] += int((model(x_adv).argmax(1) == yb).sum())
+    rows = [{"attack": a, "eps": float(eps), "accuracy": correct[a, i] / n if n else float("nan")}
+            for a in attacks for i, eps in enumerate(eps_grid)]
+    return pd.DataFrame(rows, columns=["attack", "eps", "accuracy"])
+
+
+# --------------------------------------------------------------------------------------------------- plotting
+def figure_paths(path) -> list:
+    """``path`` (with or without a .png/.pdf suffix) → ``[<stem>.png, <stem>.pdf]`` (parent folders created)."""
+    from pathlib import Path
+
+    p = Path(path)
+    stem = str(p.with_suffix("")) if p.suffix.lower() in {".png", ".pdf"} else str(p)
+    out = [Path(stem + ".png"), Path(stem + ".pdf")]
+    out[0].parent.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def save_figure(fig, path, dpi: int = 150) -> list:
+    """Write a matplotlib ``Figure`` as PNG and PDF via the Agg canvas (no pyplot, no global backend change)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    paths = figure_paths(path)
+    for p in paths:
+        fig.savefig(p, dpi=dpi, bbox_inches="tight")
+    return paths
+
+
+def plot_robustness(df: pd.DataFrame, path, hue: str = "model", title: str | None = None) -> list:
+    """Adversarial accuracy vs ε, one panel per attack, one line per value of ``hue`` (e.g. model/objective).
+
+    ``df`` is the output of :func:`robustness_curve`, usually several concatenated with an extra ``model`` column
+    (``pd.concat([curve_ct.assign(model="CT"), curve_bl.assign(model="BL")])``); without a ``hue`` column a single
+    line per panel is drawn. Writes ``<path>.png`` and ``<path>.pdf`` and returns their paths.
+    """
+    from matplotlib.figure import Figure
+
+    missing = {"attack", "eps", "accuracy"} - set(df.columns)
+    if missing:
+        raise ValueError(f"plot_robustness: missing column(s) {sorted(missing)}")
+    attacks = list(dict.fromkeys(df["attack"]))
+    fig = Figure(figsize=(4.0 * max(len(attacks), 1), 3.2))
+    axes = fig.subplots(1, max(len(attacks), 1), squeeze=False, sharey=True)[0]
+    groups = list(dict.fromkeys(df[hue])) if hue in df.columns else [None]
+    for ax, attack in zip(axes, attacks, strict=False):
+        sub = df[df["attack"] == attack]
+        for g in groups:
+            cur = sub if g is None else sub[sub[hue] == g]
+            cur = cur.sort_values("eps")
+            ax.plot(cur["eps"], cur["accuracy"], marker="o", ms=3, label=None if g is None else str(g))
+        ax.set_title(str(attack).upper())
+        ax.set_xlabel("ε")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("accuracy")
+    if groups != [None]:
+        axes[-1].legend(title=hue, fontsize="small")
+    if title:
+        fig.suptitle(title)
+    return save_figure(fig, path)
