@@ -103,6 +103,57 @@ def _cmd_data_status(args) -> int:
     return 0
 
 
+def _protocol_overrides(items: list[str] | None) -> dict:
+    import yaml
+
+    from .config import ConfigError
+
+    out = {}
+    for kv in items or []:
+        if "=" not in kv:
+            raise ConfigError(f"--set {kv!r}: expected key=value, e.g. n_runs=10")
+        k, v = kv.split("=", 1)
+        value = yaml.safe_load(v)
+        out[k.strip()] = tuple(value) if isinstance(value, list) else value
+    return out
+
+
+def _cmd_evaluate(args) -> int:
+    from .evaluation.runner import run_evaluate
+
+    df = run_evaluate(args.model, args.out, protocol_overrides=_protocol_overrides(args.set),
+                      constrained=args.constrained, experiment=args.experiment, progress=not args.quiet)
+    summary = df.groupby("model")[["valid", "cost", "ip", "ip_star"]].mean()
+    print(f"wrote {len(df)} rows to {args.out}\n{summary.to_string(float_format=lambda v: f'{v:.3f}')}")
+    return 0
+
+
+def _cmd_robustness(args) -> int:
+    from .evaluation.runner import run_robustness
+
+    df = run_robustness(args.model, args.out, seed=args.seed, experiment=args.experiment)
+    print(f"wrote {len(df)} rows to {args.out}")
+    return 0
+
+
+def _cmd_attribution(args) -> int:
+    from .evaluation.runner import run_attribution
+
+    df = run_attribution(args.model, args.out, n_rounds=args.rounds, n_samples=args.samples, steps=args.steps,
+                         seed=args.seed, experiment=args.experiment)
+    print(df.groupby("model")["value"].median().to_string())
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from .report.tables import write_report
+
+    written = write_report(args.out, evaluations=args.eval or [], robustness=args.robustness or [],
+                           attribution=args.attribution or [], published_dir=args.published, n_boot=args.n_boot)
+    print(f"wrote to {args.out}: {', '.join(written) or 'nothing (no inputs)'}")
+    return 0
+
+
 def _cmd_bench(args) -> int:
     from .bench import main as bench_main
 
@@ -145,6 +196,44 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--raw-dir", dest="raw_dir")
     st.set_defaults(func=_cmd_data_status)
 
+    e = sub.add_parser("evaluate", help="the paper's counterfactual evaluation of saved models (one dataset)")
+    e.add_argument("--model", action="append", required=True, metavar="NAME=PATH",
+                   help="a saved model, e.g. CT=results/ct.pt (repeat for each model)")
+    e.add_argument("--constrained", action="store_true",
+                   help="use the models' mutability constraints at test time (τ = 0.5, the mutability runs)")
+    e.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="protocol override, e.g. n_runs=10, lambdas=[1.0], n_individuals=50, seed=1")
+    e.add_argument("--experiment", default="", help="label stored in every row (single, mutability, ablation)")
+    e.add_argument("--out", required=True, help="CSV (.csv or .csv.gz), one row per counterfactual")
+    e.add_argument("--quiet", action="store_true")
+    e.set_defaults(func=_cmd_evaluate)
+
+    r = sub.add_parser("robustness", help="accuracy under FGSM and PGD over the ε grid")
+    r.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--experiment", default="")
+    r.add_argument("--out", required=True)
+    r.set_defaults(func=_cmd_robustness)
+
+    a = sub.add_parser("attribution", help="integrated gradients on the protected features (Table 2)")
+    a.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
+    a.add_argument("--rounds", type=int, default=100)
+    a.add_argument("--samples", type=int, default=2500)
+    a.add_argument("--steps", type=int, default=50)
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--experiment", default="")
+    a.add_argument("--out", required=True)
+    a.set_defaults(func=_cmd_attribution)
+
+    rp = sub.add_parser("report", help="the paper's tables and figures from evaluation outputs")
+    rp.add_argument("--eval", nargs="*", help="outputs of ctbench evaluate")
+    rp.add_argument("--robustness", nargs="*", help="outputs of ctbench robustness")
+    rp.add_argument("--attribution", nargs="*", help="outputs of ctbench attribution")
+    rp.add_argument("--published", help="folder of published tables (reference/published) for side-by-side columns")
+    rp.add_argument("--n-boot", dest="n_boot", type=int, default=1000)
+    rp.add_argument("--out", required=True, help="report folder")
+    rp.set_defaults(func=_cmd_report)
+
     b = sub.add_parser("bench", help="throughput and training-time benchmarks")
     b.add_argument("--out", default="benchmarks/results", help="folder for the JSON/Markdown results")
     b.add_argument("--device", default="cpu")
@@ -160,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, FileNotFoundError) as err:
+    except (ConfigError, FileNotFoundError, ValueError) as err:
         print(f"ctbench: error: {err}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,204 @@
+"""The paper's tables and figures from evaluation outputs, next to the published values (reference §9).
+
+Inputs are the tidy files written by ``ctbench evaluate | robustness | attribution`` (each row carries its
+``experiment``: ``single`` = unconstrained models, ``mutability`` = models trained and evaluated with the protected
+features immutable, ``ablation`` = CT, CD, AR and BL). :func:`write_report` writes every table as CSV and Markdown
+and the robustness figure as PNG and PDF; a table whose experiment has not been run is left out, not faked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..evaluation.aggregate import (
+    ablation_table,
+    bootstrap_reduction,
+    compare_published,
+    reduction_table,
+    validity_table,
+)
+from ..io import atomic_write_json, atomic_write_text, provenance
+from .markdown import frame_to_markdown
+
+#: our dataset names → the paper's labels
+PAPER_LABELS = {"lin_sep": "LS", "circles": "Circ", "moons": "Moon", "over": "OL", "adult": "Adult",
+                "california_housing": "CH", "credit_default": "Cred", "gmsc": "GMSC", "mnist": "MNIST"}
+PAPER_ORDER = list(PAPER_LABELS.values())
+
+
+def read_frames(paths: Iterable[str | Path]) -> pd.DataFrame:
+    """Concatenate tidy CSV outputs (``.csv`` or ``.csv.gz``); an empty list gives an empty frame."""
+    frames = [pd.read_csv(p) for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _label(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df["dataset"] = df["dataset"].map(lambda d: PAPER_LABELS.get(d, d))
+    return df
+
+
+def _sort(df: pd.DataFrame) -> pd.DataFrame:
+    rank = {d: i for i, d in enumerate([*PAPER_ORDER, "Avg."])}
+    return df.sort_values("dataset", key=lambda s: s.map(lambda d: rank.get(d, len(rank))), kind="stable")
+
+
+def table1(evals: pd.DataFrame) -> pd.DataFrame:
+    """Table 1: % reduction CT vs BL of IP and IP* (``single``) and cost (``mutability``), with ± and star."""
+    parts = []
+    single = evals[evals["experiment"] == "single"]
+    mut = evals[evals["experiment"] == "mutability"]
+    if len(single):
+        parts.append(reduction_table(_label(single), "ip", kind="ip", label="IP", avg_row=False))
+        parts.append(reduction_table(_label(single), "ip_star", kind="ip_star", label="IP*", avg_row=False))
+    if len(mut):
+        parts.append(reduction_table(_label(mut), "cost", kind="cost", label="Cost", avg_row=False))
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    avg = out.groupby("metric", sort=False)["reduction_pct"].mean().reset_index().assign(dataset="Avg.")
+    return _sort(pd.concat([out, avg], ignore_index=True))
+
+
+def table1_bootstrap(evals: pd.DataFrame, n_boot: int = 1000, seed: int = 2025) -> pd.DataFrame:
+    """The cleaner estimate: bootstrap over individuals, percentile CIs of the mean difference and the reduction."""
+    parts = []
+    for exp, metric, kind, label in (("single", "ip", "ip", "IP"), ("single", "ip_star", "ip_star", "IP*"),
+                                     ("mutability", "cost", "cost", "Cost")):
+        sub = evals[evals["experiment"] == exp]
+        if len(sub):
+            parts.append(bootstrap_reduction(_label(sub), metric, kind=kind, label=label, n_boot=n_boot, seed=seed))
+    return _sort(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
+
+
+def table3(evals: pd.DataFrame) -> pd.DataFrame:
+    """Table 3: mean validity of CT and BL, unconstrained (``single``) and constrained (``mutability``)."""
+    cols = []
+    for exp, name in (("single", "unconstrained"), ("mutability", "constrained")):
+        sub = evals[(evals["experiment"] == exp) & evals["objective"].isin(["full", "vanilla"])]
+        if len(sub):
+            v = validity_table(_label(sub), avg_row=False)
+            v["column"] = v["objective"].map({"full": "ct", "vanilla": "bl"}) + "_" + name
+            cols.append(v.pivot(index="dataset", columns="column", values="validity"))
+    if not cols:
+        return pd.DataFrame()
+    out = pd.concat(cols, axis=1).reset_index()
+    avg = out.drop(columns="dataset").mean().to_frame().T.assign(dataset="Avg.")
+    return _sort(pd.concat([out, avg], ignore_index=True))
+
+
+def cost_table_unconstrained(evals: pd.DataFrame) -> pd.DataFrame:
+    """Appendix: cost reduction without mutability constraints (``single``)."""
+    single = evals[evals["experiment"] == "single"]
+    return reduction_table(_label(single), "cost", kind="cost", label="Cost") if len(single) else pd.DataFrame()
+
+
+def ablation(evals: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 6: IP and IP* reductions of CT, CD and AR against BL (``ablation``)."""
+    sub = evals[evals["experiment"] == "ablation"]
+    if not len(sub):
+        return pd.DataFrame()
+    parts = [ablation_table(_label(sub), m, kind=m, label=lab) for m, lab in (("ip", "IP"), ("ip_star", "IP*"))]
+    return pd.concat(parts, ignore_index=True)
+
+
+def table2(attrib: pd.DataFrame) -> pd.DataFrame:
+    """Table 2: median standardised IG on the protected features with the 2.5/97.5% quantiles over rounds."""
+    if attrib.empty:
+        return attrib
+    g = _label(attrib).groupby(["dataset", "objective"])["value"]
+    out = g.agg(median="median", lb_2_5=lambda v: np.quantile(v, 0.025), ub_97_5=lambda v: np.quantile(v, 0.975),
+                n_rounds="count").reset_index()
+    out["model"] = out["objective"].map({"full": "CT", "vanilla": "BL"}).fillna(out["objective"])
+    return _sort(out)
+
+
+def with_published(ours: pd.DataFrame, published_csv: Path, keys: list[str], value_map: dict[str, str]) -> pd.DataFrame:
+    """Outer-join ``ours`` with a published CSV on ``keys``; ``value_map`` maps our column → published column."""
+    if ours.empty or not published_csv.exists():
+        return ours
+    pub = read_published_ci(published_csv) if published_csv.name == "appendix_ci_table.csv" else \
+        pd.read_csv(published_csv)
+    pub = pub.rename(columns={v: f"pub_{k}" for k, v in value_map.items()})
+    keep = keys + [f"pub_{k}" for k in value_map]
+    out = ours.merge(pub[keep], on=keys, how="left")
+    for k in value_map:
+        out[f"diff_{k}"] = out[k] - out[f"pub_{k}"]
+    return out
+
+
+def read_published_ci(path: Path) -> pd.DataFrame:
+    """The published appendix CI table, with its IP* rows relabelled.
+
+    In ``appendix_ci_table.csv`` the nine IP* rows (values 0.0–0.23, listed first) carry the label ``IP``: the
+    asterisk was lost in transcription. Within each dataset the first ``IP`` row is therefore IP*.
+    """
+    pub = pd.read_csv(path)
+    first_ip = (pub["metric"] == "IP") & ~pub.duplicated(["metric", "dataset"], keep="first")
+    if ((pub["metric"] == "IP").groupby(pub["dataset"]).sum() == 2).all():
+        pub.loc[first_ip, "metric"] = "IP*"
+    return pub
+
+
+def robustness_figure(robust: pd.DataFrame, path: Path) -> list[Path]:
+    from ..evaluation.robustness import plot_robustness
+
+    df = _label(robust)
+    df["model"] = df["dataset"] + " " + df["objective"].map({"full": "CT", "vanilla": "BL", "energy": "CD",
+                                                              "adversarial": "AR"}).fillna(df["model"])
+    return plot_robustness(df, path, hue="model", title="Accuracy under attack")
+
+
+def _write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any]) -> None:
+    if df is None or df.empty:
+        return
+    atomic_write_text(out / f"{name}.csv", df.to_csv(index=False))
+    atomic_write_text(out / f"{name}.md", frame_to_markdown(df, digits=3))
+    written[name] = {"rows": len(df), "csv": f"{name}.csv", "md": f"{name}.md"}
+
+
+def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), robustness: Iterable[str | Path] = (),
+                 attribution: Iterable[str | Path] = (), published_dir: str | Path | None = None,
+                 n_boot: int = 1000) -> dict[str, Any]:
+    """Write all tables and figures that the given outputs support; returns an index of what was written."""
+    out = Path(out)
+    pub = Path(published_dir) if published_dir else None
+    evals, robust, attrib = read_frames(evaluations), read_frames(robustness), read_frames(attribution)
+    written: dict[str, Any] = {}
+    if not evals.empty:
+        t1 = table1(evals)
+        if pub is not None and (pub / "table1_reductions.csv").exists() and not t1.empty:
+            t1 = compare_published(t1, pub / "table1_reductions.csv")
+        _write_table(t1, out, "table1", written)
+        _write_table(table1_bootstrap(evals, n_boot=n_boot), out, "table1_bootstrap", written)
+        ci = table1(evals)
+        ci = ci[ci["dataset"] != "Avg."][["dataset", "metric", "ct_mean_abs", "bl_mean_abs", "lb", "ub"]] \
+            if not ci.empty else ci
+        if pub is not None and not ci.empty:
+            ci = with_published(ci, pub / "appendix_ci_table.csv", ["dataset", "metric"],
+                                {"ct_mean_abs": "ct_mean_abs", "bl_mean_abs": "bl_mean_abs", "lb": "lb_99",
+                                 "ub": "ub_99"})
+        _write_table(ci, out, "appendix_ci", written)
+        t3 = table3(evals)
+        if pub is not None and not t3.empty:
+            t3 = with_published(t3, pub / "table3_validity.csv", ["dataset"],
+                                {c: c for c in t3.columns if c != "dataset"})
+        _write_table(t3, out, "table3", written)
+        _write_table(cost_table_unconstrained(evals), out, "appendix_cost_unconstrained", written)
+        _write_table(ablation(evals), out, "ablation", written)
+    if not attrib.empty:
+        t2 = table2(attrib)
+        if pub is not None:
+            t2 = with_published(t2, pub / "table2_integrated_gradients.csv", ["dataset", "model"],
+                                {"median": "median", "lb_2_5": "lb_2.5", "ub_97_5": "ub_97.5"})
+        _write_table(t2, out, "table2", written)
+    if not robust.empty:
+        _write_table(robust, out, "robustness", written)
+        written["robustness_figure"] = [p.name for p in robustness_figure(robust, out / "robustness")]
+    atomic_write_json(out / "index.json", {"written": written, "provenance": provenance()})
+    return written

@@ -1,0 +1,71 @@
+"""The evaluation protocol on small trained models."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from ctbench.api import train_from_config
+from ctbench.data import load_dataset
+from ctbench.evaluation.protocol import EvalProtocol, draw_individuals, draw_pairs, evaluate_counterfactuals
+from ctbench.fidelity import resolve_fidelity
+
+
+@pytest.fixture(scope="module")
+def models():
+    base = {"data": {"name": "lin_sep"}, "training": {"epochs": 3, "nce": 200}, "mutability": "protected"}
+    return {"CT": train_from_config(base), "BL": train_from_config({**base, "objective": {"name": "vanilla"}})}
+
+
+def test_pairs_fixed_across_runs_unless_redrawn():
+    f, t = draw_pairs(3, 50, 4, False, np.random.default_rng(0))
+    assert f.shape == (4, 50) and (f == f[0]).all() and (t == t[0]).all() and not (f == t).any()
+    f2, _ = draw_pairs(3, 50, 4, True, np.random.default_rng(0))
+    assert not (f2 == f2[0]).all()
+
+
+def test_individuals_are_predicted_as_factual():
+    pred = np.array([0, 1, 1, 0, 2, 2, 2])
+    fact = np.array([[0, 1, 2, 0, 1, 2]] * 30)
+    idx = draw_individuals(pred, fact, np.random.default_rng(0))
+    assert (pred[idx] == fact).all() and set(idx[fact == 2].tolist()) == {4, 5, 6}
+    assert (draw_individuals(pred, np.array([[3]]), np.random.default_rng(0)) == -1).all()
+
+
+def test_protocol_output(models):
+    data = load_dataset("lin_sep")
+    fid = resolve_fidelity("reference")
+    prot = EvalProtocol(lambdas=(0.1, 5.0), n_individuals=20, n_runs=3)
+    df = evaluate_counterfactuals(models, data.X_test, data.y_test, prot, fid, n_classes=2, dataset="lin_sep")
+    assert len(df) == 2 * 2 * 3 * 20
+    for col in ("valid", "cost", "ip", "ip_star", "ip_star_raw", "redundancy", "objective", "run", "lambda_energy"):
+        assert col in df
+    assert set(df["objective"]) == {"full", "vanilla"}
+    # the same label pairs in every run, individuals predicted as the factual class
+    ct = df[(df.model == "CT") & (df.lambda_energy == 0.1)]
+    pairs = ct.pivot(index="individual", columns="run", values="factual")
+    assert (pairs.nunique(axis=1) == 1).all()
+    pred = models["CT"].predict(data.X_test)
+    assert (pred[ct["index"]] == ct["factual"]).all()
+    # IP* is one value per (model, λ, factual, target, run) group, clamped at 0; pooled over runs on request
+    assert (df.groupby(["model", "lambda_energy", "factual", "target", "run"])["ip_star"].nunique() == 1).all()
+    assert (df.groupby(["model", "lambda_energy", "factual", "target"])["ip_star"].nunique() > 1).any()
+    pooled = evaluate_counterfactuals(models, data.X_test, data.y_test, replace(prot, ip_star_per_run=False), fid,
+                                      n_classes=2, dataset="lin_sep")
+    assert (pooled.groupby(["model", "lambda_energy", "factual", "target"])["ip_star"].nunique() == 1).all()
+    assert (df["ip_star"] >= 0).all() and (df["ip_star"] >= df["ip_star_raw"]).all()
+    # validity agrees with p(target) ≥ 0.5 on binary data; cost is the L1 move
+    assert ((df["p_target"] > 0.5) == df["valid"]).mean() > 0.99
+    assert (df["cost"] >= 0).all() and df["ip"].gt(0).all()
+    again = evaluate_counterfactuals(models, data.X_test, data.y_test, prot, fid, n_classes=2, dataset="lin_sep")
+    assert df.drop(columns="seconds").equals(again.drop(columns="seconds"))
+
+
+def test_constrained_protocol_keeps_protected_feature(models):
+    data = load_dataset("lin_sep")
+    prot = EvalProtocol.reference("synthetic", constrained=True, lambdas=(1.0,), n_individuals=30, n_runs=2)
+    assert prot.tau == 0.5 and prot.n_individuals == 30
+    df = evaluate_counterfactuals(models, data.X_test, data.y_test, prot, resolve_fidelity("reference"),
+                                  n_classes=2, dataset="lin_sep")
+    # with feature 0 immutable only feature 1 moves: cost = |Δx1|
+    assert (df["redundancy"] >= 0.5).all()

@@ -1,0 +1,72 @@
+"""ctbench evaluate | robustness | attribution | report, end to end on tiny models."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ctbench.api import train_from_config
+from ctbench.cli import main
+from ctbench.evaluation.aggregate import reduction_table
+from ctbench.report.tables import read_published_ci
+
+PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "reference" / "published"
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rep")
+    base = {"data": {"name": "lin_sep"}, "training": {"epochs": 3, "nce": 200}, "mutability": "protected"}
+    train_from_config(base).save(d / "ct.pt")
+    train_from_config({**base, "objective": {"name": "vanilla"}}).save(d / "bl.pt")
+    models = ["--model", f"CT={d / 'ct.pt'}", "--model", f"BL={d / 'bl.pt'}"]
+    small = ["--set", "n_runs=5", "--set", "n_individuals=20", "--set", "lambdas=[0.5, 5.0]", "--quiet"]
+    assert main(["evaluate", *models, *small, "--experiment", "single", "--out", str(d / "single.csv.gz")]) == 0
+    assert main(["evaluate", *models, *small, "--experiment", "mutability", "--constrained",
+                 "--out", str(d / "mut.csv.gz")]) == 0
+    assert main(["robustness", *models, "--out", str(d / "rob.csv")]) == 0
+    assert main(["attribution", *models, "--rounds", "5", "--samples", "200", "--out", str(d / "ig.csv")]) == 0
+    args = ["report", "--eval", str(d / "single.csv.gz"), str(d / "mut.csv.gz"), "--robustness", str(d / "rob.csv"),
+            "--attribution", str(d / "ig.csv"), "--n-boot", "50", "--out", str(d / "report")]
+    if PUBLISHED.exists():
+        args += ["--published", str(PUBLISHED)]
+    assert main(args) == 0
+    return d
+
+
+def test_evaluation_outputs_carry_provenance(outputs):
+    side = json.loads((outputs / "single.csv.gz.json").read_text())
+    assert side["protocol"]["n_runs"] == 5 and side["fidelity"]["mode"] == "reference"
+    assert side["provenance"]["ctbench_version"] and set(side["models"]) == {"CT", "BL"}
+    df = pd.read_csv(outputs / "single.csv.gz")
+    assert len(df) == 2 * 2 * 5 * 20 and set(df["experiment"]) == {"single"}
+    mut = pd.read_csv(outputs / "mut.csv.gz")
+    assert json.loads((outputs / "mut.csv.gz.json").read_text())["protocol"]["tau"] == 0.5
+    assert (mut["redundancy"] >= 0.5).all()  # the protected feature never moves
+
+
+def test_report_tables_match_the_recipe(outputs):
+    rep = outputs / "report"
+    index = json.loads((rep / "index.json").read_text())["written"]
+    for name in ("table1", "table1_bootstrap", "table3", "appendix_ci", "table2", "robustness"):
+        assert name in index and (rep / f"{name}.csv").exists() and (rep / f"{name}.md").exists()
+    assert (rep / "robustness.png").exists() and (rep / "robustness.pdf").exists()
+    t1 = pd.read_csv(rep / "table1.csv")
+    single = pd.read_csv(outputs / "single.csv.gz").assign(dataset="LS")
+    expected = reduction_table(single, "ip", kind="ip", label="IP", avg_row=False)
+    got = t1[(t1.dataset == "LS") & (t1.metric == "IP")]
+    assert got["reduction_pct"].iloc[0] == pytest.approx(expected["reduction_pct"].iloc[0])
+    if PUBLISHED.exists():
+        assert got["pub_reduction_pct"].iloc[0] == pytest.approx(26.26)
+    t2 = pd.read_csv(rep / "table2.csv")
+    assert set(t2["model"]) == {"CT", "BL"} and (t2["n_rounds"] == 5).all()
+
+
+def test_published_ci_ip_star_rows_are_relabelled(tmp_path):
+    p = tmp_path / "appendix_ci_table.csv"
+    p.write_text("metric,dataset,ct_mean_abs,bl_mean_abs,lb_99,ub_99\nCost,LS,3,4,-1,-0.5\n"
+                 "IP,LS,0.11,0.23,-0.13,-0.11\nIP,Circ,0,0,-0.01,0\nIP,LS,2.51,3.4,-0.95,-0.84\nIP,Circ,1,2,-1,-0.5\n")
+    pub = read_published_ci(p)
+    assert pub.set_index(["metric", "dataset"]).loc[("IP*", "LS"), "ct_mean_abs"] == 0.11
+    assert pub.set_index(["metric", "dataset"]).loc[("IP", "LS"), "ct_mean_abs"] == 2.51
