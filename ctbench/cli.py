@@ -13,7 +13,17 @@ def _cmd_train(args) -> int:
     from .api import train_from_config
     from .config import load_config
 
-    cfg = load_config(args.config, args.set)
+    if args.config_json:
+        import json
+
+        from .config import resolve_train_config, set_dotted
+
+        cfg = json.loads(args.config_json)
+        for a in args.set or []:
+            set_dotted(cfg, a)
+        cfg = resolve_train_config(cfg)
+    else:
+        cfg = load_config(args.config, args.set)
     trained = train_from_config(cfg, progress=not args.quiet)
     out = trained.save(args.out)
     last = trained.log.iloc[-1]
@@ -166,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train and save a model from a YAML config")
     t.add_argument("--config", help="YAML config (see ctbench.config.DEFAULT_TRAIN_CONFIG)")
+    t.add_argument("--config-json", dest="config_json", help="the config as a JSON string (used by the workflow)")
     t.add_argument("--out", required=True, help="output model file (.pt); a .pt.json sidecar is written too")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key, e.g. training.epochs=5")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
