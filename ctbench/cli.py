@@ -24,6 +24,10 @@ def _cmd_train(args) -> int:
         cfg = resolve_train_config(cfg)
     else:
         cfg = load_config(args.config, args.set)
+    if args.best:
+        from .paper_settings import apply_best
+
+        cfg = apply_best(cfg, args.best)
     trained = train_from_config(cfg, progress=not args.quiet)
     out = trained.save(args.out)
     last = trained.log.iloc[-1]
@@ -92,6 +96,23 @@ def _cmd_data_summary(args) -> int:
     return 0
 
 
+def _cmd_data_prepare(args) -> int:
+    import json
+
+    from .data import available, load_dataset
+    from .io import atomic_write_json, provenance
+
+    params = json.loads(args.params) if args.params else {}
+    ds = load_dataset(args.dataset, fidelity=args.fidelity, **params)
+    info = {"dataset": args.dataset, "family": available()[args.dataset]["family"], "params": params,
+            "fidelity": args.fidelity, "summary": ds.summary(), "feature_names": ds.feature_names,
+            "protected": ds.protected, "categorical_groups": ds.categorical_groups, "domain": ds.domain,
+            "meta": ds.meta, "provenance": provenance()}
+    atomic_write_json(args.out, info)
+    print(f"{args.dataset}: {ds.summary()}")
+    return 0
+
+
 def _cmd_data_fetch(args) -> int:
     from .data import files
 
@@ -156,10 +177,12 @@ def _cmd_attribution(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from .report.tables import write_report
+    from .report.tables import PUBLISHED_DIR, write_report
 
+    published = None if args.published == "none" else (args.published or PUBLISHED_DIR)
     written = write_report(args.out, evaluations=args.eval or [], robustness=args.robustness or [],
-                           attribution=args.attribution or [], published_dir=args.published, n_boot=args.n_boot)
+                           attribution=args.attribution or [], published_dir=published,
+                           benchmarks_dir=args.benchmarks, n_boot=args.n_boot)
     print(f"wrote to {args.out}: {', '.join(written) or 'nothing (no inputs)'}")
     return 0
 
@@ -179,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--config-json", dest="config_json", help="the config as a JSON string (used by the workflow)")
     t.add_argument("--out", required=True, help="output model file (.pt); a .pt.json sidecar is written too")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key, e.g. training.epochs=5")
+    t.add_argument("--best", help="best.json of the tuning stage: its tau and lambda_reg replace the config's")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_cmd_train)
 
@@ -199,6 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("datasets", nargs="*")
     s.add_argument("--fidelity", default="reference")
     s.set_defaults(func=_cmd_data_summary)
+    pr = dsub.add_parser("prepare", help="build (and cache) a dataset's splits; write its metadata as JSON")
+    pr.add_argument("dataset")
+    pr.add_argument("--fidelity", default="reference")
+    pr.add_argument("--params", help="loader parameters as JSON, e.g. '{\"n_draws\": 5000}'")
+    pr.add_argument("--out", required=True)
+    pr.set_defaults(func=_cmd_data_prepare)
     f = dsub.add_parser("fetch", help="download missing raw files from their canonical sources and verify sha256")
     f.add_argument("files", nargs="*", help="file names (default: every file)")
     f.add_argument("--raw-dir", dest="raw_dir", help="target folder (default: $CTBENCH_DATA or data/raw)")
@@ -240,7 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--eval", nargs="*", help="outputs of ctbench evaluate")
     rp.add_argument("--robustness", nargs="*", help="outputs of ctbench robustness")
     rp.add_argument("--attribution", nargs="*", help="outputs of ctbench attribution")
-    rp.add_argument("--published", help="folder of published tables (reference/published) for side-by-side columns")
+    rp.add_argument("--published", help="folder of published tables (default: the copy shipped with ctbench; "
+                    "'none' to leave them out)")
+    rp.add_argument("--benchmarks", help="folder of Snakemake benchmark files: adds CPU time per stage")
     rp.add_argument("--n-boot", dest="n_boot", type=int, default=1000)
     rp.add_argument("--out", required=True, help="report folder")
     rp.set_defaults(func=_cmd_report)

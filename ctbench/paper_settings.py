@@ -77,3 +77,21 @@ def model_config(dataset: str, experiment: str, objective: str, seed: int = 0, *
             node = node.setdefault(p, {})
         node[last] = value
     return cfg
+
+
+def apply_best(cfg: dict[str, Any], best_json: str) -> dict[str, Any]:
+    """Replace τ and λ_reg of a resolved train config with the tuning stage's choice (``best.json``)."""
+    import json
+    from pathlib import Path
+
+    best = json.loads(Path(best_json).read_text())
+    chosen = best.get("best", best)
+    unknown = set(chosen) - {"tau", "lambda_reg"}
+    if unknown:
+        raise ValueError(f"{best_json}: unknown key(s) {sorted(unknown)}; expected tau and lambda_reg")
+    cfg = copy.deepcopy(cfg)
+    if "tau" in chosen:
+        cfg["convergence"]["tau"] = float(chosen["tau"])
+    if "lambda_reg" in chosen:
+        cfg["objective"]["lambda_reg"] = float(chosen["lambda_reg"])
+    return cfg

@@ -162,10 +162,17 @@ def _write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any]
     written[name] = {"rows": len(df), "csv": f"{name}.csv", "md": f"{name}.md"}
 
 
+PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
+
+
 def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), robustness: Iterable[str | Path] = (),
-                 attribution: Iterable[str | Path] = (), published_dir: str | Path | None = None,
-                 n_boot: int = 1000) -> dict[str, Any]:
-    """Write all tables and figures that the given outputs support; returns an index of what was written."""
+                 attribution: Iterable[str | Path] = (), published_dir: str | Path | None = PUBLISHED_DIR,
+                 benchmarks_dir: str | Path | None = None, n_boot: int = 1000) -> dict[str, Any]:
+    """Write all tables and figures that the given outputs support; returns an index of what was written.
+
+    ``published_dir`` defaults to the copy of ``reference/published`` shipped with ctbench; ``None`` leaves the
+    published columns out. ``benchmarks_dir`` (Snakemake ``benchmark:`` files) adds the CPU time per stage.
+    """
     out = Path(out)
     pub = Path(published_dir) if published_dir else None
     evals, robust, attrib = read_frames(evaluations), read_frames(robustness), read_frames(attribution)
@@ -200,5 +207,9 @@ def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), rob
     if not robust.empty:
         _write_table(robust, out, "robustness", written)
         written["robustness_figure"] = [p.name for p in robustness_figure(robust, out / "robustness")]
+    if benchmarks_dir is not None:
+        from .stage_times import stage_times
+
+        _write_table(stage_times(benchmarks_dir), out, "benchmarks", written)
     atomic_write_json(out / "index.json", {"written": written, "provenance": provenance()})
     return written

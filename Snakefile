@@ -1,0 +1,42 @@
+# ctbench: the whole paper as one DAG.
+#   snakemake --cores N                                       the paper (workflow/config/paper.yaml)
+#   snakemake --cores 2 --configfile workflow/config/quick.yaml  synthetic data, minutes
+#   snakemake --cores 2 --configfile workflow/config/smoke.yaml  every stage on tiny sizes (CI)
+# Rules are thin: each calls one `ctbench` command; what to build and how is decided in ctbench.workflow.
+from snakemake.utils import min_version, validate
+
+from ctbench.workflow import Workflow
+
+min_version("9.0")
+
+
+configfile: "workflow/config/paper.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+W = Workflow(config)
+RES = W.results
+
+
+wildcard_constraints:
+    experiment="single|mutability|ablation",
+    objective="full|vanilla|energy|adversarial",
+    seed=r"\d+",
+    dataset=r"[a-z0-9_]+",
+
+
+include: "workflow/rules/data.smk"
+include: "workflow/rules/grids.smk"
+include: "workflow/rules/tune.smk"
+include: "workflow/rules/final.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/robustness.smk"
+include: "workflow/rules/attribution.smk"
+include: "workflow/rules/report.smk"
+include: "workflow/rules/book.smk"
+
+
+rule all:
+    input:
+        W.final_targets(),
+    default_target: True

@@ -1,0 +1,149 @@
+"""The library side of the Snakemake workflow: which files the paper needs and how each job is configured.
+
+The Snakefile only names rules and calls ``ctbench``; every decision (targets per stage, the config of each model,
+the evaluation settings per experiment) lives here, where it is tested.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from .paper_settings import EXPERIMENT_OBJECTIVES, SYNTHETIC, model_config
+
+FAMILY = {**{d: "synthetic" for d in (*SYNTHETIC, "gauss10")}, "mnist": "vision"}
+
+
+def family(dataset: str) -> str:
+    return FAMILY.get(dataset, "tabular")
+
+
+@dataclass
+class Workflow:
+    """Paths and job settings derived from a (validated) workflow config."""
+
+    config: dict[str, Any]
+
+    @property
+    def results(self) -> str:
+        return str(self.config["results"]).rstrip("/")
+
+    @property
+    def datasets(self) -> list[str]:
+        return list(self.config["datasets"])
+
+    @property
+    def seeds(self) -> list[int]:
+        return [int(s) for s in self.config["seeds"]]
+
+    @property
+    def experiments(self) -> list[str]:
+        return list(self.config["experiments"])
+
+    # -- paths ---------------------------------------------------------------------------------------------------
+    def model_path(self, experiment: str, dataset: str, objective: str, seed: int) -> str:
+        return f"{self.results}/models/{experiment}/{dataset}/{objective}_s{seed}.pt"
+
+    def eval_path(self, experiment: str, dataset: str, seed: int) -> str:
+        return f"{self.results}/eval/{experiment}/{dataset}_s{seed}.csv.gz"
+
+    def robustness_datasets(self) -> list[str]:
+        rob = self.config.get("robustness", {})
+        if not rob.get("enabled", True):
+            return []
+        chosen = rob.get("datasets") or self.datasets
+        return [d for d in chosen if d in self.datasets]
+
+    def attribution_datasets(self) -> list[str]:
+        att = self.config.get("attribution", {})
+        if not att.get("enabled", True) or "mutability" not in self.experiments:
+            return []
+        return self.datasets
+
+    def robustness_experiment(self) -> str:
+        return "ablation" if "ablation" in self.experiments else self.experiments[0]
+
+    def evaluations(self) -> list[str]:
+        return [self.eval_path(e, d, s) for e in self.experiments for d in self.datasets for s in self.seeds]
+
+    def robustness_outputs(self) -> list[str]:
+        return [f"{self.results}/robustness/{d}_s{s}.csv" for d in self.robustness_datasets() for s in self.seeds]
+
+    def attribution_outputs(self) -> list[str]:
+        return [f"{self.results}/attribution/{d}_s{s}.csv" for d in self.attribution_datasets() for s in self.seeds]
+
+    def prop31_outputs(self) -> list[str]:
+        if not self.config.get("prop31", {}).get("enabled", True):
+            return []
+        return [f"{self.results}/report/prop31/prop31_summary.csv"]
+
+    def report_index(self) -> str:
+        return f"{self.results}/report/index.json"
+
+    def book_index(self) -> str:
+        return f"{self.results}/book/html/index.html"
+
+    def final_targets(self) -> list[str]:
+        """What ``rule all`` asks for: the report (and the book when enabled)."""
+        targets = [self.report_index()]
+        if self.config.get("book", {}).get("enabled", True):
+            targets.append(self.book_index())
+        return targets
+
+    # -- job settings --------------------------------------------------------------------------------------------
+    def best_json(self, dataset: str) -> list[str]:
+        """The tuning stage's choice as an input of final training, only when ``tune.select`` is on."""
+        tune = self.config.get("tune", {})
+        if tune.get("enabled", False) and tune.get("select", False):
+            return [f"{self.results}/tune/{dataset}/best.json"]
+        return []
+
+    def train_config(self, experiment: str, dataset: str, objective: str, seed: int) -> dict[str, Any]:
+        c = self.config
+        overrides = dict(c.get("training_overrides") or {})
+        return model_config(dataset, experiment, objective, int(seed), fidelity=c["fidelity"],
+                            fidelity_overrides=c.get("fidelity_overrides") or {},
+                            data_params=(c.get("data_params") or {}).get(dataset, {}),
+                            epochs=(c.get("training") or {}).get("epochs"), threads=int(c.get("threads_per_job", 1)),
+                            device=c.get("device", "cpu"), overrides=overrides)
+
+    def train_config_json(self, experiment: str, dataset: str, objective: str, seed: int) -> str:
+        return json.dumps(self.train_config(experiment, dataset, objective, seed), sort_keys=True)
+
+    def data_params_json(self, dataset: str) -> str:
+        return json.dumps((self.config.get("data_params") or {}).get(dataset, {}), sort_keys=True)
+
+    def eval_models(self, experiment: str, dataset: str, seed: int) -> dict[str, str]:
+        return {o: self.model_path(experiment, dataset, o, seed) for o in EXPERIMENT_OBJECTIVES[experiment]}
+
+    def model_args(self, models: dict[str, str]) -> str:
+        return " ".join(f"--model {shlex.quote(f'{name}={path}')}" for name, path in models.items())
+
+    def eval_args(self, experiment: str, dataset: str) -> str:
+        ev = self.config.get("evaluation", {})
+        args = []
+        if experiment == "mutability":
+            args.append("--constrained")
+        sets = {"n_runs": ev.get("n_runs"), "lambdas": ev.get("lambdas"), "seed": ev.get("seed")}
+        n_ind = ev.get("n_individuals")
+        if isinstance(n_ind, dict):
+            n_ind = n_ind.get(family(dataset))
+        sets["n_individuals"] = n_ind
+        for k, v in sets.items():
+            if v is not None:
+                args.append(f"--set {shlex.quote(f'{k}={json.dumps(v)}')}")
+        return " ".join(args)
+
+    def attribution_args(self) -> str:
+        a = self.config.get("attribution", {})
+        return (f"--rounds {int(a.get('rounds', 100))} --samples {int(a.get('samples', 2500))} "
+                f"--steps {int(a.get('steps', 50))}")
+
+    def mem_mb(self, dataset: str, stage: str = "train") -> int:
+        base = {"synthetic": 1000, "tabular": 3000, "vision": 6000}[family(dataset)]
+        return base * (2 if stage == "evaluate" else 1)
+
+    def runtime_min(self, dataset: str, stage: str = "train") -> int:
+        return {"synthetic": 10, "tabular": 30, "vision": 90}[family(dataset)] * (2 if stage == "evaluate" else 1)

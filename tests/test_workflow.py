@@ -1,0 +1,77 @@
+"""The workflow's config schema and the library side of the DAG (ctbench.workflow)."""
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ctbench.paper_settings import FINAL, apply_best, model_config
+from ctbench.workflow import Workflow
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "workflow" / "config").glob("*.yaml")}
+
+
+def _validate(cfg):
+    from snakemake.utils import validate
+
+    validate(cfg, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))
+
+
+@pytest.mark.parametrize("name", ["paper", "quick", "smoke"])
+def test_shipped_configs_are_valid(name):
+    _validate(CONFIGS[name])
+
+
+@pytest.mark.parametrize("change,needle", [
+    ({"fidelity": "preprint"}, "preprint"),
+    ({"datasets": ["lin_sep", "iris"]}, "iris"),
+    ({"experiments": ["single", "extra"]}, "extra"),
+    ({"evaluation": {"n_run": 3}}, "n_run"),
+    ({"grids": {"names": ["everything"]}}, "everything"),
+])
+def test_bad_config_names_the_key(change, needle):
+    from snakemake.exceptions import WorkflowError
+
+    cfg = {**CONFIGS["smoke"], **change}
+    with pytest.raises(WorkflowError, match=needle):
+        _validate(cfg)
+
+
+def test_model_config_uses_the_papers_final_settings():
+    cfg = model_config("moons", "mutability", "full", seed=3)
+    assert cfg["convergence"]["tau"] == 0.9 and cfg["objective"]["lambda_reg"] == 0.25
+    assert cfg["training"]["batch_size"] == 30 and cfg["training"]["nce"] == 1000 and cfg["training"]["epochs"] == 100
+    assert cfg["mutability"] == "protected" and cfg["seed"] == 3
+    adult = model_config("adult", "single", "vanilla", epochs=5, overrides={"training.nce": 10})
+    assert adult["training"]["batch_size"] == 1000 and adult["training"]["nce"] == 10 and adult["mutability"] is None
+    assert set(FINAL) == {"lin_sep", "circles", "moons", "over", "adult", "california_housing", "credit_default",
+                          "gmsc", "mnist"}
+    with pytest.raises(ValueError, match="experiment"):
+        model_config("lin_sep", "bogus", "full")
+
+
+def test_apply_best(tmp_path):
+    (tmp_path / "best.json").write_text(json.dumps({"best": {"tau": 0.9, "lambda_reg": 0.5}}))
+    cfg = apply_best(model_config("lin_sep", "single", "full"), str(tmp_path / "best.json"))
+    assert cfg["convergence"]["tau"] == 0.9 and cfg["objective"]["lambda_reg"] == 0.5
+    (tmp_path / "bad.json").write_text(json.dumps({"tau": 0.9, "lr": 1}))
+    with pytest.raises(ValueError, match="lr"):
+        apply_best(cfg, str(tmp_path / "bad.json"))
+
+
+def test_workflow_paths_and_arguments():
+    w = Workflow(CONFIGS["paper"])
+    assert len(w.evaluations()) == 9 * 3
+    assert w.eval_models("ablation", "adult", 0) == {
+        o: f"results/paper/models/ablation/adult/{o}_s0.pt" for o in ("full", "energy", "adversarial", "vanilla")}
+    args = shlex.split(w.eval_args("mutability", "mnist"))
+    assert "--constrained" in args and "n_individuals=25" in args and "n_runs=100" in args
+    assert "n_individuals=250" in shlex.split(w.eval_args("single", "lin_sep"))
+    assert w.robustness_datasets() == ["adult", "california_housing", "credit_default", "gmsc", "mnist"]
+    cfg = json.loads(w.train_config_json("single", "circles", "full", 0))
+    assert cfg["objective"]["lambda_reg"] == 0.5 and cfg["fidelity"] == "reference"
+    assert w.best_json("lin_sep") == []
+    assert Workflow(CONFIGS["smoke"]).best_json("lin_sep") == ["results/smoke/tune/lin_sep/best.json"]

@@ -1,0 +1,14 @@
+# Stage 1: deterministic splits, feature metadata and domain boxes (cached by ctbench under data/processed/).
+rule data:
+    output:
+        f"{RES}/data/{{dataset}}.json",
+    params:
+        fidelity=config["fidelity"],
+        data_params=lambda w: W.data_params_json(w.dataset),
+    log:
+        f"{RES}/logs/data/{{dataset}}.log",
+    resources:
+        mem_mb=4000,
+    shell:
+        "ctbench data prepare {wildcards.dataset} --fidelity {params.fidelity} --params {params.data_params:q} "
+        "--out {output} > {log} 2>&1"

@@ -1,0 +1,31 @@
+# Stage 6: tables, figures, CPU time per stage, Proposition 3.1 check and claim verdicts → {RES}/report/.
+rule prop31:
+    output:
+        f"{RES}/report/prop31/prop31_summary.csv",
+    params:
+        quick="--quick" if config.get("prop31", {}).get("quick", False) else "",
+    benchmark:
+        f"{RES}/benchmarks/prop31/prop31.tsv"
+    log:
+        f"{RES}/logs/prop31.log",
+    shell:
+        "ctbench prop31 {params.quick} --out {RES}/report/prop31 > {log} 2>&1"
+
+
+rule report:
+    input:
+        evals=W.evaluations(),
+        robustness=W.robustness_outputs(),
+        attribution=W.attribution_outputs(),
+        grids=W.grid_outputs(),
+        tune=W.tune_outputs(),
+        prop31=W.prop31_outputs(),
+    output:
+        f"{RES}/report/index.json",
+    params:
+        grids=lambda w, input: f"--grids {' '.join(input.grids)}" if input.grids else "",
+    log:
+        f"{RES}/logs/report.log",
+    shell:
+        "ctbench report --eval {input.evals} --robustness {input.robustness} --attribution {input.attribution} "
+        "{params.grids} --benchmarks {RES}/benchmarks --out {RES}/report > {log} 2>&1"

@@ -1,0 +1,18 @@
+# Stage 5b: accuracy under FGSM and PGD (Fig. 5) on the ablation models (BL, CT, CD, AR).
+rule robustness:
+    input:
+        lambda w: W.eval_models(W.robustness_experiment(), w.dataset, w.seed).values(),
+    output:
+        f"{RES}/robustness/{{dataset}}_s{{seed}}.csv",
+    params:
+        models=lambda w: W.model_args(W.eval_models(W.robustness_experiment(), w.dataset, w.seed)),
+    threads: config.get("threads_per_job", 1)
+    resources:
+        mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
+    benchmark:
+        f"{RES}/benchmarks/robustness/{{dataset}}_s{{seed}}.tsv"
+    log:
+        f"{RES}/logs/robustness/{{dataset}}_s{{seed}}.log",
+    shell:
+        "OMP_NUM_THREADS={threads} ctbench robustness {params.models} --seed {wildcards.seed} "
+        "--experiment {W.robustness_experiment()} --out {output} > {log} 2>&1"
