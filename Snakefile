@@ -23,6 +23,9 @@ wildcard_constraints:
     objective="full|vanilla|energy|adversarial",
     seed=r"\d+",
     dataset=r"[a-z0-9_]+",
+    grid="gen_params|penalties|training_params|tune|tune_lr",
+    key=r"bl[a-z0-9_]*",
+    chunk=r"\d+",
 
 
 include: "workflow/rules/data.smk"

@@ -183,6 +183,11 @@ def _cmd_report(args) -> int:
     written = write_report(args.out, evaluations=args.eval or [], robustness=args.robustness or [],
                            attribution=args.attribution or [], published_dir=published,
                            benchmarks_dir=args.benchmarks, n_boot=args.n_boot)
+    if args.grids:
+        from .report.grid_figures import write_grid_figures
+
+        write_grid_figures(args.grids, Path(args.out) / "grids")
+        written["grids"] = len(args.grids)
     print(f"wrote to {args.out}: {', '.join(written) or 'nothing (no inputs)'}")
     return 0
 
@@ -266,12 +271,17 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--out", required=True)
     a.set_defaults(func=_cmd_attribution)
 
+    from . import grids
+
+    grids.add_cli(sub)
+
     rp = sub.add_parser("report", help="the paper's tables and figures from evaluation outputs")
     rp.add_argument("--eval", nargs="*", help="outputs of ctbench evaluate")
     rp.add_argument("--robustness", nargs="*", help="outputs of ctbench robustness")
     rp.add_argument("--attribution", nargs="*", help="outputs of ctbench attribution")
     rp.add_argument("--published", help="folder of published tables (default: the copy shipped with ctbench; "
                     "'none' to leave them out)")
+    rp.add_argument("--grids", nargs="*", help="grid chunk CSVs (ctbench grid run): appendix grid figures")
     rp.add_argument("--benchmarks", help="folder of Snakemake benchmark files: adds CPU time per stage")
     rp.add_argument("--n-boot", dest="n_boot", type=int, default=1000)
     rp.add_argument("--out", required=True, help="report folder")

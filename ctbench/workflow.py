@@ -74,6 +74,78 @@ class Workflow:
     def attribution_outputs(self) -> list[str]:
         return [f"{self.results}/attribution/{d}_s{s}.csv" for d in self.attribution_datasets() for s in self.seeds]
 
+    # -- grid searches and tuning ----------------------------------------------------------------------------------
+    def _grid_block(self, grid: str) -> dict[str, Any]:
+        return self.config.get("tune" if grid in ("tune", "tune_lr") else "grids", {}) or {}
+
+    def grid_names(self) -> list[str]:
+        g, t = self.config.get("grids", {}) or {}, self.config.get("tune", {}) or {}
+        names = list(g.get("names", [])) if g.get("enabled", False) else []
+        return names + (list(t.get("names", [])) if t.get("enabled", False) else [])
+
+    def grid_datasets(self, grid: str) -> list[str]:
+        block = self._grid_block(grid)
+        chosen = block.get("datasets") or self.datasets
+        return [d for d in chosen if d in self.datasets] if grid in ("tune", "tune_lr") else list(chosen)
+
+    def grid_overrides(self, grid: str) -> dict[str, Any]:
+        return dict((self._grid_block(grid).get("overrides") or {}).get(grid, {}))
+
+    def grid_chunks(self, grid: str) -> list[tuple[str, int, list[str]]]:
+        """(baseline key, chunk index within that key, point ids): a chunk shares one BL model."""
+        from .grids import baseline_key, chunks, grid_points
+
+        size = int(self._grid_block(grid).get("chunk_size", 9))
+        by_key: dict[str, list[str]] = {}
+        for p in grid_points(grid, self.grid_overrides(grid)):
+            by_key.setdefault(baseline_key(grid, p), []).append(p["id"])
+        return [(key, i, c) for key, ids in by_key.items() for i, c in enumerate(chunks(ids, size))]
+
+    def grid_chunk_path(self, grid: str, dataset: str, key: str, chunk: int, seed: int) -> str:
+        return f"{self.results}/grids/{grid}/{dataset}/{key}_c{chunk}_s{seed}.csv"
+
+    def grid_chunk_ids(self, grid: str, key: str, chunk: int) -> list[str]:
+        for k, i, ids in self.grid_chunks(grid):
+            if k == key and i == int(chunk):
+                return ids
+        raise ValueError(f"grid {grid}: no chunk {chunk} for baseline key {key}")
+
+    def grid_baseline_path(self, grid: str, dataset: str, key: str, seed: int) -> str:
+        return f"{self.results}/grids/{grid}/{dataset}/baseline_{key}_s{seed}.pt"
+
+    def grid_common_args(self, grid: str, dataset: str) -> str:
+        block = self._grid_block(grid)
+        args = [f"--dataset {dataset}", f"--fidelity {self.config['fidelity']}"]
+        for flag, value in (("--fidelity-overrides", self.config.get("fidelity_overrides") or {}),
+                            ("--data-params", (self.config.get("data_params") or {}).get(dataset, {})),
+                            ("--overrides", self.grid_overrides(grid))):
+            if value:
+                args.append(f"{flag} {shlex.quote(json.dumps(value, sort_keys=True))}")
+        if block.get("epochs"):
+            args.append(f"--epochs {int(block['epochs'])}")
+        return " ".join(args)
+
+    def grid_eval_arg(self, grid: str) -> str:
+        ev = self._grid_block(grid).get("evaluation") or {}
+        return f"--eval {shlex.quote(json.dumps(ev, sort_keys=True))}" if ev else ""
+
+    def grid_outputs(self, grids: list[str] | None = None) -> list[str]:
+        names = [g for g in self.grid_names() if g not in ("tune", "tune_lr")] if grids is None else grids
+        return [self.grid_chunk_path(g, d, k, i, s) for g in names for d in self.grid_datasets(g)
+                for (k, i, _) in self.grid_chunks(g) for s in self.seeds]
+
+    def tune_chunks(self, dataset: str) -> list[str]:
+        names = [g for g in self.grid_names() if g in ("tune", "tune_lr")]
+        return [self.grid_chunk_path(g, dataset, k, i, s) for g in names if dataset in self.grid_datasets(g)
+                for (k, i, _) in self.grid_chunks(g) for s in self.seeds]
+
+    def tune_outputs(self) -> list[str]:
+        names = [g for g in self.grid_names() if g in ("tune", "tune_lr")]
+        if not names:
+            return []
+        ds = sorted({d for g in names for d in self.grid_datasets(g)})
+        return [f"{self.results}/tune/{d}/best.json" for d in ds]
+
     def prop31_outputs(self) -> list[str]:
         if not self.config.get("prop31", {}).get("enabled", True):
             return []
@@ -96,8 +168,9 @@ class Workflow:
     def best_json(self, dataset: str) -> list[str]:
         """The tuning stage's choice as an input of final training, only when ``tune.select`` is on."""
         tune = self.config.get("tune", {})
-        if tune.get("enabled", False) and tune.get("select", False):
-            return [f"{self.results}/tune/{dataset}/best.json"]
+        tuned = f"{self.results}/tune/{dataset}/best.json"
+        if tune.get("enabled", False) and tune.get("select", False) and tuned in self.tune_outputs():
+            return [tuned]
         return []
 
     def train_config(self, experiment: str, dataset: str, objective: str, seed: int) -> dict[str, Any]:

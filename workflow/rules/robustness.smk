@@ -6,6 +6,7 @@ rule robustness:
         f"{RES}/robustness/{{dataset}}_s{{seed}}.csv",
     params:
         models=lambda w: W.model_args(W.eval_models(W.robustness_experiment(), w.dataset, w.seed)),
+        experiment=W.robustness_experiment(),
     threads: config.get("threads_per_job", 1)
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -15,4 +16,4 @@ rule robustness:
         f"{RES}/logs/robustness/{{dataset}}_s{{seed}}.log",
     shell:
         "OMP_NUM_THREADS={threads} ctbench robustness {params.models} --seed {wildcards.seed} "
-        "--experiment {W.robustness_experiment()} --out {output} > {log} 2>&1"
+        "--experiment {params.experiment} --out {output} > {log} 2>&1"

@@ -1,0 +1,11 @@
+# Stage 3: key-parameter tuning (Notes 9, 11) on every dataset; the chunks run through the grid rules above.
+# best.json is an input of final training only when tune.select is true (the published values are the default).
+rule tune_select:
+    input:
+        lambda w: W.tune_chunks(w.dataset),
+    output:
+        f"{RES}/tune/{{dataset}}/best.json",
+    log:
+        f"{RES}/logs/tune/{{dataset}}.log",
+    shell:
+        "ctbench tune select {input} --dataset {wildcards.dataset} --out {output} > {log} 2>&1"
