@@ -3,11 +3,16 @@
 #   snakemake --cores 2 --configfile workflow/config/quick.yaml  synthetic data, minutes
 #   snakemake --cores 2 --configfile workflow/config/smoke.yaml  every stage on tiny sizes (CI)
 # Rules are thin: each calls one `ctbench` command; what to build and how is decided in ctbench.workflow.
+import os
+import sys
+
 from snakemake.utils import min_version, validate
 
 from ctbench.workflow import Workflow
 
 min_version("9.0")
+# Jobs call the `ctbench` installed next to this Snakemake, even when its virtualenv is not activated.
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
 
 
 configfile: "workflow/config/paper.yaml"

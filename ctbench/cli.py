@@ -177,18 +177,36 @@ def _cmd_attribution(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from .report.tables import PUBLISHED_DIR, write_report
+    from .report.tables import PUBLISHED_DIR, write_extras, write_report
 
     published = None if args.published == "none" else (args.published or PUBLISHED_DIR)
     written = write_report(args.out, evaluations=args.eval or [], robustness=args.robustness or [],
                            attribution=args.attribution or [], published_dir=published,
                            benchmarks_dir=args.benchmarks, n_boot=args.n_boot)
-    if args.grids:
-        from .report.grid_figures import write_grid_figures
+    written.update(write_extras(args.out, evaluations=args.eval or [], models=args.models or [],
+                                tuned=args.tuned or [], grids=args.grids or [], profile=args.profile))
+    if args.claims:
+        from .report.claims import write_verdicts
 
-        write_grid_figures(args.grids, Path(args.out) / "grids")
-        written["grids"] = len(args.grids)
+        write_verdicts(args.claims, args.out)
+        written["verdicts"] = "verdicts.csv"
     print(f"wrote to {args.out}: {', '.join(written) or 'nothing (no inputs)'}")
+    return 0
+
+
+def _cmd_prop31(args) -> int:
+    from .theory.prop31 import main as prop31_main
+
+    written = prop31_main(args.out, quick=args.quick)
+    print(f"Proposition 3.1 check written to {args.out}: {written}")
+    return 0
+
+
+def _cmd_book(args) -> int:
+    from .report.book import build_book
+
+    html = build_book(args.report, args.book, args.out, strict=args.strict, claims_yaml=args.claims)
+    print(f"built {html}")
     return 0
 
 
@@ -282,10 +300,27 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--published", help="folder of published tables (default: the copy shipped with ctbench; "
                     "'none' to leave them out)")
     rp.add_argument("--grids", nargs="*", help="grid chunk CSVs (ctbench grid run): appendix grid figures")
+    rp.add_argument("--models", nargs="*", help="saved models (.pt): training time per model (training_time.csv)")
+    rp.add_argument("--tuned", nargs="*", help="best.json files of the tuning stage (tuning.csv)")
+    rp.add_argument("--claims", help="claims.yaml: evaluate the claims ledger into verdicts.csv")
+    rp.add_argument("--profile", default="", help="profile name recorded in provenance.json")
     rp.add_argument("--benchmarks", help="folder of Snakemake benchmark files: adds CPU time per stage")
     rp.add_argument("--n-boot", dest="n_boot", type=int, default=1000)
     rp.add_argument("--out", required=True, help="report folder")
     rp.set_defaults(func=_cmd_report)
+
+    p31 = sub.add_parser("prop31", help="numerical check of Proposition 3.1 on a linear-Gaussian simulation")
+    p31.add_argument("--quick", action="store_true", help="fewer seeds and settings")
+    p31.add_argument("--out", required=True)
+    p31.set_defaults(func=_cmd_prop31)
+
+    bk = sub.add_parser("book", help="build the Jupyter Book (HTML, offline) from a report folder")
+    bk.add_argument("--report", required=True, help="report folder (ctbench report --out)")
+    bk.add_argument("--book", default="paper", help="book sources (default: paper/)")
+    bk.add_argument("--out", help="folder for _build/html (default: the book folder)")
+    bk.add_argument("--claims", help="claims.yaml to evaluate when the report has no verdicts.csv")
+    bk.add_argument("--no-strict", dest="strict", action="store_false", help="do not treat Sphinx warnings as errors")
+    bk.set_defaults(func=_cmd_book)
 
     b = sub.add_parser("bench", help="throughput and training-time benchmarks")
     b.add_argument("--out", default="benchmarks/results", help="folder for the JSON/Markdown results")

@@ -65,6 +65,10 @@ class Workflow:
     def robustness_experiment(self) -> str:
         return "ablation" if "ablation" in self.experiments else self.experiments[0]
 
+    def final_models(self) -> list[str]:
+        return [p for e in self.experiments for d in self.datasets for s in self.seeds
+                for p in self.eval_models(e, d, s).values()]
+
     def evaluations(self) -> list[str]:
         return [self.eval_path(e, d, s) for e in self.experiments for d in self.datasets for s in self.seeds]
 
@@ -155,7 +159,7 @@ class Workflow:
         return f"{self.results}/report/index.json"
 
     def book_index(self) -> str:
-        return f"{self.results}/book/html/index.html"
+        return f"{self.results}/book/_build/html/index.html"
 
     def final_targets(self) -> list[str]:
         """What ``rule all`` asks for: the report (and the book when enabled)."""

@@ -213,3 +213,35 @@ def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), rob
         _write_table(stage_times(benchmarks_dir), out, "benchmarks", written)
     atomic_write_json(out / "index.json", {"written": written, "provenance": provenance()})
     return written
+
+
+def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), models: Iterable[str | Path] = (),
+                 tuned: Iterable[str | Path] = (), grids: Iterable[str | Path] = (),
+                 profile: str = "") -> dict[str, Any]:
+    """Training times, tuning choices, grid figures and ``provenance.json`` (versions, fidelity) for the book."""
+    import json
+
+    out = Path(out)
+    written: dict[str, Any] = {}
+    models = list(models)
+    if models:
+        from .claims import training_times
+
+        tt = training_times([Path(f"{m}.json") for m in models])
+        tt["experiment"] = [Path(m).parent.parent.name for m in models]
+        _write_table(tt, out, "training_time", written)
+    tuned = list(tuned)
+    if tuned:
+        rows = [{"dataset": PAPER_LABELS.get(Path(t).parent.name, Path(t).parent.name),
+                 **json.loads(Path(t).read_text())} for t in tuned]
+        _write_table(pd.DataFrame(rows), out, "tuning", written)
+    grids = list(grids)
+    if grids:
+        from .grid_figures import write_grid_figures
+
+        written["grids"] = [str(p) for p in write_grid_figures(grids, out / "grids")]
+    sidecars = [json.loads(Path(f"{e}.json").read_text()) for e in evaluations if Path(f"{e}.json").exists()]
+    fid = sidecars[0]["fidelity"] if sidecars else None
+    atomic_write_json(out / "provenance.json", {"profile": profile, "fidelity": fid, **provenance()})
+    written["provenance"] = "provenance.json"
+    return written

@@ -3,9 +3,9 @@ rule book:
     input:
         f"{RES}/report/index.json",
     output:
-        f"{RES}/book/html/index.html",
+        f"{RES}/book/_build/html/index.html",
     params:
-        strict="--strict" if config.get("book", {}).get("strict", True) else "",
+        strict="" if config.get("book", {}).get("strict", True) else "--no-strict",
     log:
         f"{RES}/logs/book.log",
     shell:

@@ -18,14 +18,22 @@ rule report:
         robustness=W.robustness_outputs(),
         attribution=W.attribution_outputs(),
         grids=W.grid_outputs(),
-        tune=W.tune_outputs(),
+        tuned=W.tune_outputs(),
+        models=W.final_models(),
         prop31=W.prop31_outputs(),
+        claims="claims.yaml",
     output:
         f"{RES}/report/index.json",
     params:
-        grids=lambda w, input: f"--grids {' '.join(input.grids)}" if input.grids else "",
+        optional=lambda w, input: " ".join(
+            f"--{flag} {' '.join(files)}"
+            for flag, files in (("robustness", input.robustness), ("attribution", input.attribution),
+                                ("grids", input.grids), ("tuned", input.tuned))
+            if files
+        ),
+        profile=config["profile"],
     log:
         f"{RES}/logs/report.log",
     shell:
-        "ctbench report --eval {input.evals} --robustness {input.robustness} --attribution {input.attribution} "
-        "{params.grids} --benchmarks {RES}/benchmarks --out {RES}/report > {log} 2>&1"
+        "ctbench report --eval {input.evals} --models {input.models} {params.optional} --claims {input.claims} "
+        "--benchmarks {RES}/benchmarks --profile {params.profile} --out {RES}/report > {log} 2>&1"

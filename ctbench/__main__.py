@@ -1,0 +1,7 @@
+"""``python -m ctbench`` = the ``ctbench`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

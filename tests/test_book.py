@@ -1,0 +1,237 @@
+"""The Jupyter Book: includes rendered from a report folder, an offline strict build, MathJax served locally."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ctbench.report import book as bookmod
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: a sitecustomize that refuses every non-loopback connection and DNS lookup in the build subprocess
+SITECUSTOMIZE = textwrap.dedent('''
+    import os
+    import socket
+
+    _LOG = os.environ.get("CTBENCH_BLOCK_NETWORK")
+    if _LOG:
+        _LOCAL = ("127.", "::1", "localhost", "0.0.0.0")
+
+        def _record(what):
+            with open(_LOG, "a") as fh:
+                fh.write(what + "\\n")
+
+        _connect, _connect_ex, _getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+
+        def _check(self, address):
+            if self.family in (socket.AF_INET, socket.AF_INET6) and not str(address[0]).startswith(_LOCAL):
+                _record(f"connect {address!r}")
+                raise OSError(f"network blocked by ctbench tests: {address!r}")
+
+        def connect(self, address):
+            _check(self, address)
+            return _connect(self, address)
+
+        def connect_ex(self, address):
+            _check(self, address)
+            return _connect_ex(self, address)
+
+        def getaddrinfo(host, *args, **kwargs):
+            if host is not None and not str(host).startswith(_LOCAL):
+                _record(f"getaddrinfo {host!r}")
+                raise socket.gaierror(f"network blocked by ctbench tests: {host!r}")
+            return _getaddrinfo(host, *args, **kwargs)
+
+        socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = connect, connect_ex, getaddrinfo
+        with open(_LOG + ".active", "w") as fh:
+            fh.write(str(os.getpid()))
+''')
+
+
+def _png(path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2, 1.5))
+    ax = fig.subplots()
+    ax.plot([0, 1], [1, 0])
+    ax.set_title(title)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=40)
+
+
+def make_report(report: Path) -> Path:
+    """A small report folder as ``ctbench report`` writes it (LS only; some outputs deliberately absent)."""
+    report.mkdir(parents=True, exist_ok=True)
+    pub = {("LS", "IP"): (26.26, 0.67), ("LS", "IP*"): (51.28, 2.01), ("LS", "Cost"): (16.41, 0.57),
+           ("Circ", "IP"): (58.88, 0.37)}
+    ours = {("LS", "IP"): (24.0, 0.5, True), ("LS", "IP*"): (40.0, 3.0, True), ("LS", "Cost"): (17.0, 0.6, True)}
+    rows = []
+    for key, (pv, ppm) in pub.items():
+        v, pm, sig = ours.get(key, (float("nan"), float("nan"), float("nan")))
+        rows.append({"dataset": key[0], "metric": key[1], "reduction_pct": v, "pm": pm, "significant": sig,
+                     "pub_reduction_pct": pv, "pub_pm": ppm, "pub_significant": True,
+                     "diff_pct": v - pv, "significant_agrees": sig == True})  # noqa: E712
+    pd.DataFrame(rows).to_csv(report / "table1.csv", index=False)
+    pd.DataFrame({"dataset": ["LS", "Avg."], "ct_unconstrained": [1.0, 1.0], "bl_unconstrained": [1.0, 1.0],
+                  "pub_ct_unconstrained": [1.0, 0.91], "pub_bl_unconstrained": [1.0, 0.94],
+                  "diff_ct_unconstrained": [0.0, 0.09], "diff_bl_unconstrained": [0.0, 0.06]}).to_csv(
+        report / "table3.csv", index=False)
+    pd.DataFrame({"dataset": ["LS", "LS"], "objective": ["full", "vanilla"], "median": [0.3, 25.0],
+                  "lb_2_5": [0.2, 10.0], "ub_97_5": [0.4, 400.0], "n_rounds": [10, 10], "model": ["CT", "BL"],
+                  "pub_median": [0.21, 30.69], "pub_lb_2_5": [0.2, 12.92], "pub_ub_97_5": [0.22, 629.2]}).to_csv(
+        report / "table2.csv", index=False)
+    rob = [{"dataset": "lin_sep", "experiment": "single", "model": m, "objective": o, "attack": a, "eps": e,
+            "accuracy": 1.0 - e} for m, o in (("CT", "full"), ("BL", "vanilla")) for a in ("fgsm", "pgd")
+           for e in (0.0, 0.05, 0.1)]
+    pd.DataFrame(rob).to_csv(report / "robustness.csv", index=False)
+    _png(report / "robustness.png", "robustness")
+    _png(report / "grids" / "lin_sep_penalties.png", "grid")
+    _png(report / "figure1.png", "figure 1")
+    pd.DataFrame({"tau": [0.5, 0.9], "share_mature": [0.9, 0.4]}).to_csv(report / "grids" / "tune_ls.csv",
+                                                                          index=False)
+    pd.DataFrame({"stage": ["train", "evaluate"], "jobs": [2, 1], "cpu_seconds": [20.0, 40.0],
+                  "wall_seconds": [11.0, 21.0]}).to_csv(report / "benchmarks.csv", index=False)
+    (report / "provenance.json").write_text(json.dumps({"ctbench_version": "0.1.0", "torch": "2.13.0+cpu",
+                                                        "profile": "smoke"}))
+    (report / "e.csv.gz.json").write_text(json.dumps({"fidelity": {"mode": "reference", "ce_step_size": 0.1}}))
+    (report / "index.json").write_text(json.dumps({"written": {"table1": {"rows": 4, "csv": "table1.csv"},
+                                                               "robustness_figure": ["robustness.png"]},
+                                                   "provenance": {"python": "3.11"}}))
+    return report
+
+
+def copy_book(dst: Path) -> Path:
+    """A private copy of ``paper/`` (the build writes _generated/ and _build/ into it)."""
+    shutil.copytree(ROOT / "paper", dst, ignore=shutil.ignore_patterns("_build", "_generated"))
+    if not (dst / "prop31.md").exists():   # the chapter is written separately; the test needs the TOC complete
+        (dst / "prop31.md").write_text("# Proposition 3.1\n\n```{prf:proposition} Protecting immutable features\n"
+                                       ":label: prop-31\n\nA linear classifier $f(x) = S(\\Theta x)$.\n```\n")
+    return dst
+
+
+# --------------------------------------------------------------------------------------------------- includes
+
+
+def test_includes_without_a_report_are_notes(tmp_path):
+    book = copy_book(tmp_path / "book")
+    out = bookmod.render_includes(None, book, claims_yaml=ROOT / "claims.yaml")
+    for name in ("table1", "table2", "table3", "appendix_ci", "ablation", "robustness", "grids", "benchmarks",
+                 "fidelity_effects", "provenance"):
+        assert "Not yet run in this profile" in out[name].read_text(), name
+    assert "not yet run" in out["verdicts"].read_text()
+    assert "`ce_step_size`" in out["fidelity_switches"].read_text()   # from the code, always present
+
+
+def test_includes_from_a_report(tmp_path):
+    report = make_report(tmp_path / "report")
+    book = copy_book(tmp_path / "book")
+    out = bookmod.render_includes(report, book, claims_yaml=ROOT / "claims.yaml")
+    t1 = out["table1"].read_text()
+    assert "| LS | 24.00\u00a0±\u00a00.50\\* | 26.26\u00a0±\u00a00.67\\* | **-2.26** |" in t1   # |Δ| > ±: bold
+    assert "| Circ | — | 58.88\u00a0±\u00a00.37\\* | — |" in t1
+    t2 = out["table2"].read_text()
+    assert "**0.09**" in t2 and "**-5.69**" not in t2                     # CT median outside, BL inside the CI
+    assert "Not yet run" in out["appendix_ci"].read_text()
+    assert "/_generated/report/robustness.png" in out["robustness"].read_text()
+    assert "grids/lin_sep_penalties.png" in out["grids"].read_text()
+    assert "grids/tune_ls.csv" in out["grids"].read_text()
+    figs = out["paper_figures"].read_text()
+    assert "/_generated/report/figure1.png" in figs and "Not yet run in this profile: `mnist_attribution.png`" in figs
+    assert "total" in out["benchmarks"].read_text()
+    prov = out["provenance"].read_text()
+    assert "smoke" in prov and "**reference**" in prov
+    verdicts = pd.read_csv(book / "_generated" / "report" / "verdicts.csv")
+    assert verdicts.set_index("claim").loc["t1_ip_ls", "verdict"] == "reproduced"
+    assert not (report / "verdicts.csv").exists()                          # the report folder is not modified
+
+
+# --------------------------------------------------------------------------------------------------- build
+
+
+def _offline_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    site = tmp_path / "nonet"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    log = tmp_path / "network.log"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [env.get("PYTHONPATH")])])
+    env["CTBENCH_BLOCK_NETWORK"] = str(log)
+    for proxy in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        env.pop(proxy, None)
+    return env, log
+
+
+def _build(tmp_path: Path) -> Path:
+    pytest.importorskip("jupyter_book", reason="the book extra is not installed (pip install -e '.[book]')")
+    pytest.importorskip("sphinx_proof")
+    report = make_report(tmp_path / "report")
+    book = copy_book(tmp_path / "book")
+    env, log = _offline_env(tmp_path)
+    html = bookmod.build_book(report, book, strict=True, claims_yaml=ROOT / "claims.yaml", env=env)
+    assert Path(str(log) + ".active").exists(), "the network block was not active in the build"
+    assert not log.exists(), f"the build tried to reach the network: {log.read_text()}"
+    return html
+
+
+def _remote_refs(page: str) -> list[str]:
+    return re.findall(r"<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)=[\"']((?:https?:)?//[^\"']+)", page)
+
+
+def test_book_builds_offline_strict(tmp_path):
+    html = _build(tmp_path)
+    assert html.name == "index.html" and html.exists()
+    site = html.parent
+    claims = (site / "claims.html").read_text()
+    assert "t1_ip_circ" in claims and "not yet run" in claims and "reproduced" in claims
+    results = (site / "results.html").read_text()
+    assert "58.88" in results and "Not yet run in this profile" in results
+    assert (site / "_images" / "robustness.png").exists() and (site / "_images" / "figure1.png").exists()
+    intro = (site / "intro.html").read_text()
+    assert 'class="math notranslate nohighlight"' in intro
+    assert re.search(r'<script[^>]*src="_static/mathjax/tex-chtml\.js"', intro)
+    assert (site / "_static" / "mathjax" / "tex-chtml.js").exists()
+    assert (site / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").is_dir()
+    for page in site.glob("*.html"):
+        text = page.read_text()
+        assert not _remote_refs(text), f"{page.name} loads remote resources: {_remote_refs(text)}"
+        assert "cdn.jsdelivr.net/npm/mathjax" not in text and "mathjax@" not in text, page.name
+
+
+def test_build_rejects_a_missing_report_folder_and_missing_toc_pages(tmp_path):
+    book = copy_book(tmp_path / "book")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        bookmod.render_includes(tmp_path / "no-such-report", book)
+    (book / "grids.md").unlink()
+    with pytest.raises(bookmod.BookBuildError, match="missing: \\['grids'\\]"):
+        bookmod.build_book(None, book)
+
+
+@pytest.mark.slow
+def test_mathjax_renders_in_headless_chromium(tmp_path):
+    chromium = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+    if chromium is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    html = _build(tmp_path)
+    page = html.parent / "intro.html"
+    # any request that is not file:// goes to a dead proxy, so the page must render from local files only
+    cmd = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+           "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+           f"--user-data-dir={tmp_path / 'chromium-profile'}", "--virtual-time-budget=15000", "--dump-dom",
+           page.as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    dom = proc.stdout
+    assert "<mjx-container" in dom, f"MathJax did not render (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    assert dom.count("<mjx-container") >= 3, "expected the display equations and inline math to be typeset"
+    assert "<mjx-merror" not in dom, "MathJax reported a TeX error"

@@ -1,0 +1,312 @@
+"""The claims ledger: verdict rules on hand-made report tables, schema validation, the repository's claims.yaml."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from ctbench.report.claims import (
+    COLUMNS,
+    NOT_REPRODUCED,
+    NOT_YET_RUN,
+    PARTLY,
+    REPRODUCED,
+    VERDICTS,
+    ClaimsError,
+    evaluate_claims,
+    load_claims,
+    summarize,
+    training_times,
+    validate_claim,
+    write_verdicts,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _write_claims(tmp_path: Path, claims: list[dict]) -> Path:
+    p = tmp_path / "claims.yaml"
+    p.write_text(yaml.safe_dump({"version": 1, "claims": claims}, sort_keys=False, allow_unicode=True))
+    return p
+
+
+def _value_claim(cid: str = "ip_ls", dataset: str = "LS", **kw) -> dict:
+    c = {"id": cid, "text": f"CT reduces IP on {dataset}", "source": "Table I", "rule": "value",
+         "file": "table1.csv", "select": {"dataset": dataset, "metric": "IP"}, "column": "reduction_pct",
+         "interval": ["pm"], "published": 26.26, "tolerance": {"abs": 5.0}, "significant": True}
+    c.update(kw)
+    return c
+
+
+def _table1(tmp_path: Path, rows: list[tuple]) -> Path:
+    report = tmp_path / "report"
+    report.mkdir(exist_ok=True)
+    df = pd.DataFrame(rows, columns=["dataset", "metric", "reduction_pct", "pm", "significant"])
+    df.to_csv(report / "table1.csv", index=False)
+    return report
+
+
+def _verdict(tmp_path: Path, claims: list[dict], report: Path) -> pd.DataFrame:
+    return evaluate_claims(_write_claims(tmp_path, claims), report).set_index("claim")
+
+
+# --------------------------------------------------------------------------------------------------- rule: value
+
+
+@pytest.mark.parametrize(("ours", "significant", "expected"), [
+    (25.0, True, REPRODUCED),        # within ±5 of 26.26
+    (31.0, True, REPRODUCED),        # edge: |31 - 26.26| = 4.74
+    (10.0, True, PARTLY),            # right sign, magnitude off
+    (60.0, True, PARTLY),
+    (25.0, False, PARTLY),           # within tolerance but the published star is not reproduced
+    (-10.0, True, NOT_REPRODUCED),   # opposite sign
+])
+def test_value_rule_verdicts(tmp_path, ours, significant, expected):
+    report = _table1(tmp_path, [("LS", "IP", ours, 0.5, significant)])
+    v = _verdict(tmp_path, [_value_claim()], report).loc["ip_ls"]
+    assert v["verdict"] == expected
+    assert v["ours"] == f"{ours:.2f}"
+    assert v["interval"] == "± 0.50"
+    assert v["published"] == "26.26"
+
+
+def test_value_rule_reads_our_dataset_names_and_notes_significance(tmp_path):
+    report = _table1(tmp_path, [("lin_sep", "IP", 26.0, 0.5, False)])
+    v = _verdict(tmp_path, [_value_claim()], report).loc["ip_ls"]
+    assert v["verdict"] == PARTLY
+    assert "not significant" in v["note"]
+
+
+def test_value_rule_partly_band_replaces_the_sign_test(tmp_path):
+    report = tmp_path / "report"
+    report.mkdir()
+    pd.DataFrame({"dataset": ["LS", "Circ", "Moon"], "ct_unconstrained": [0.93, 0.80, 0.40]}).to_csv(
+        report / "table3.csv", index=False)
+    claims = [{"id": f"val_{d.lower()}", "text": "validity", "source": "Table III", "rule": "value",
+               "file": "table3.csv", "select": {"dataset": d}, "column": "ct_unconstrained", "published": 0.91,
+               "tolerance": {"abs": 0.03}, "partly_tolerance": {"abs": 0.2}} for d in ("LS", "Circ", "Moon")]
+    v = _verdict(tmp_path, claims, report)["verdict"]
+    assert v.to_dict() == {"val_ls": REPRODUCED, "val_circ": PARTLY, "val_moon": NOT_REPRODUCED}
+
+
+def test_not_yet_run_when_file_row_or_value_is_missing(tmp_path):
+    report = _table1(tmp_path, [("LS", "IP", float("nan"), float("nan"), float("nan")),
+                                ("Moon", "IP", 20.0, 0.7, True)])
+    claims = [_value_claim("ls_nan"), _value_claim("circ_absent", dataset="Circ"),
+              _value_claim("no_file", file="ablation.csv"),
+              _value_claim("no_column", column="reduction_rom_pct")]
+    v = _verdict(tmp_path, claims, report)
+    assert set(v["verdict"]) == {NOT_YET_RUN}
+    assert "ablation.csv not in the report" in v.loc["no_file", "note"]
+    # an empty report folder: every claim of the repository's ledger is "not yet run", none raises
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    real = evaluate_claims(ROOT / "claims.yaml", empty)
+    assert list(real.columns) == COLUMNS
+    assert set(real["verdict"]) == {NOT_YET_RUN}
+
+
+def test_aggregate_over_datasets_needs_every_dataset(tmp_path):
+    claim = _value_claim("avg", select={"metric": "IP"}, over={"dataset": ["LS", "Circ"]}, agg_over="mean",
+                         published=40.0, tolerance={"abs": 5.0})
+    del claim["interval"], claim["significant"]
+    report = _table1(tmp_path, [("LS", "IP", 30.0, 0.5, True)])
+    v = _verdict(tmp_path, [claim], report).loc["avg"]
+    assert v["verdict"] == NOT_YET_RUN and "Circ" in v["note"] and "30.00" in v["note"]
+    report = _table1(tmp_path, [("LS", "IP", 30.0, 0.5, True), ("Circ", "IP", 52.0, 0.5, True)])
+    v = _verdict(tmp_path, [claim], report).loc["avg"]
+    assert v["verdict"] == REPRODUCED and v["ours"] == "41.00"
+
+
+def test_ambiguous_selection_is_a_spec_error(tmp_path):
+    report = _table1(tmp_path, [("LS", "IP", 30.0, 0.5, True), ("LS", "IP", 31.0, 0.5, True)])
+    with pytest.raises(ClaimsError, match="2 rows match"):
+        evaluate_claims(_write_claims(tmp_path, [_value_claim()]), report)
+
+
+# --------------------------------------------------------------------------------------------------- other rules
+
+
+def _validity_claim(**kw) -> dict:
+    c = {"id": "validity_drop", "text": "validity drops under CT on Adult and Cred", "source": "Table III",
+         "rule": "relation", "file": "table3.csv", "over": {"dataset": ["Adult", "Cred"]},
+         "left": {"column": "ct_unconstrained"}, "right": {"column": "bl_unconstrained"}, "op": "<",
+         "tolerance": {"abs": 0.05}, "published": "Adult 0.68 vs 0.99; Cred 0.72 vs 1.00"}
+    c.update(kw)
+    return c
+
+
+@pytest.mark.parametrize(("ct", "expected"), [
+    ({"Adult": 0.70, "Cred": 0.75}, REPRODUCED),
+    ({"Adult": 0.70, "Cred": 0.98}, PARTLY),           # holds on one of two
+    ({"Adult": 0.97, "Cred": 0.99}, NOT_REPRODUCED),   # drop smaller than the 0.05 margin
+    ({"Adult": 0.70}, PARTLY),                         # Cred not run
+])
+def test_relation_rule(tmp_path, ct, expected):
+    report = tmp_path / "report"
+    report.mkdir()
+    pd.DataFrame({"dataset": list(ct), "ct_unconstrained": list(ct.values()),
+                  "bl_unconstrained": [1.0] * len(ct)}).to_csv(report / "table3.csv", index=False)
+    v = _verdict(tmp_path, [_validity_claim()], report).loc["validity_drop"]
+    assert v["verdict"] == expected
+    if len(ct) == 1:
+        assert "not yet run: Cred" in v["note"]
+
+
+def test_relation_with_aggregated_sides_and_min_share(tmp_path):
+    report = tmp_path / "report"
+    report.mkdir()
+    rows = []
+    for ds, gap in (("adult", 0.3), ("gmsc", 0.2), ("mnist", -0.1)):
+        for obj, base in (("full", 0.8), ("vanilla", 0.8 - gap)):
+            rows += [{"dataset": ds, "objective": obj, "attack": "fgsm", "eps": e, "accuracy": base - e}
+                     for e in (0.0, 0.05, 0.1)]
+    pd.DataFrame(rows).to_csv(report / "robustness.csv", index=False)
+    claim = {"id": "robust", "text": "CT more robust", "source": "Fig. 3", "rule": "relation",
+             "file": "robustness.csv", "select": {"attack": "fgsm"},
+             "over": {"dataset": ["Adult", "GMSC", "MNIST"]},
+             "left": {"select": {"objective": "full"}, "column": "accuracy", "agg": "mean"},
+             "right": {"select": {"objective": "vanilla"}, "column": "accuracy", "agg": "mean"},
+             "op": ">", "tolerance": {"abs": 0.05}, "published": "CT above BL"}
+    assert _verdict(tmp_path, [claim], report).loc["robust", "verdict"] == PARTLY
+    claim["min_share"] = 0.6
+    v = _verdict(tmp_path, [claim], report).loc["robust"]
+    assert v["verdict"] == REPRODUCED and "2 of 3" in v["note"]
+
+
+@pytest.mark.parametrize(("rows", "expected"), [
+    ([("Adult", 0.19, False), ("OL", -1.9, False)], REPRODUCED),
+    ([("Adult", 3.0, True), ("OL", -1.9, False)], PARTLY),        # significant but small
+    ([("Adult", 12.0, True), ("OL", -1.9, False)], NOT_REPRODUCED),
+])
+def test_no_effect_rule(tmp_path, rows, expected):
+    report = _table1(tmp_path, [(d, "IP", v, 1.0, s) for d, v, s in rows])
+    claim = {"id": "no_effect", "text": "no significant effect on Adult and OL", "source": "§4.2.1",
+             "rule": "no_effect", "file": "table1.csv", "select": {"metric": "IP"},
+             "over": {"dataset": ["Adult", "OL"]}, "column": "reduction_pct", "tolerance": {"abs": 5.0},
+             "published": "n.s."}
+    assert _verdict(tmp_path, [claim], report).loc["no_effect", "verdict"] == expected
+
+
+@pytest.mark.parametrize(("ct", "cd", "expected"), [
+    ([5, 3, 2, 1], [5, -3, 2, -1], REPRODUCED),
+    ([5, 3, -2, -1], [5, 3, -2, -1], PARTLY),        # tie
+    ([5, -3, -2, -1], [5, 3, 2, -1], NOT_REPRODUCED),
+])
+def test_most_often_rule(tmp_path, ct, cd, expected):
+    report = tmp_path / "report"
+    report.mkdir()
+    cells = [("LS", "IP"), ("LS", "IP*"), ("Circ", "IP"), ("Circ", "IP*")]
+    rows = [{"dataset": d, "metric": m, "objective": obj, "reduction_pct": v}
+            for obj, vals in (("full", ct), ("energy", cd), ("adversarial", [-1] * 4)) for (d, m), v in
+            zip(cells, vals, strict=True)]
+    rows += [{"dataset": d, "metric": m, "objective": "vanilla", "reduction_pct": 99.0} for d, m in cells]
+    pd.DataFrame(rows).to_csv(report / "ablation.csv", index=False)
+    claim = {"id": "ablation", "text": "full objective most consistent", "source": "Fig. 6", "rule": "most_often",
+             "file": "ablation.csv", "group": ["dataset", "metric"], "candidates": "objective",
+             "column": "reduction_pct", "expected": "full", "exclude": ["vanilla"], "published": "full"}
+    assert _verdict(tmp_path, [claim], report).loc["ablation", "verdict"] == expected
+
+
+# --------------------------------------------------------------------------------------------------- schema
+
+
+@pytest.mark.parametrize(("patch", "message"), [
+    ({"tolerance": None}, r"claim 'ip_ls' \(entry 0\).*tolerance must be a mapping"),
+    ({"tolerance": {"abs": 1, "rel": 0.1}}, "exactly one key"),
+    ({"tolerance": {"abs": -1}}, "number >= 0"),
+    ({"rule": "roughly"}, "rule must be one of"),
+    ({"colour": "red"}, r"unknown field\(s\) \['colour'\]"),
+    ({"published": "about 26"}, "numeric 'published'"),
+    ({"select": ["LS"]}, "select must be a mapping"),
+    ({"over": {"dataset": "LS"}, "agg_over": "mean"}, "over must be a mapping"),
+    ({"agg_over": "mode", "over": {"dataset": ["LS"]}}, "agg_over must be one of"),
+    ({"id": "has space"}, "id must be"),
+])
+def test_schema_errors_name_the_claim_and_field(patch, message):
+    entry = _value_claim()
+    for k, v in patch.items():
+        if v is None:
+            entry.pop(k)
+        else:
+            entry[k] = v
+    if patch.get("tolerance", 0) is None:
+        entry["tolerance"] = "5%"
+    with pytest.raises(ClaimsError, match=message):
+        validate_claim(entry, 0)
+
+
+def test_schema_missing_fields_relation_and_duplicates(tmp_path):
+    with pytest.raises(ClaimsError, match=r"missing required field\(s\) \['file', 'source'\]"):
+        validate_claim({"id": "x", "text": "t", "rule": "value", "published": 1.0}, 3)
+    bad = _validity_claim()
+    del bad["op"]
+    with pytest.raises(ClaimsError, match="claim 'validity_drop'.*op must be one of"):
+        validate_claim(bad, 1)
+    bad = _validity_claim(left={"columns": "x"})
+    with pytest.raises(ClaimsError, match="left must be a mapping"):
+        validate_claim(bad, 1)
+    with pytest.raises(ClaimsError, match="duplicate id 'ip_ls'"):
+        load_claims(_write_claims(tmp_path, [_value_claim(), _value_claim()]))
+    p = tmp_path / "broken.yaml"
+    p.write_text("claims: [\n")
+    with pytest.raises(ClaimsError, match="not valid YAML"):
+        load_claims(p)
+    p.write_text("- id: x\n")
+    with pytest.raises(ClaimsError, match="expected a mapping with a 'claims' list"):
+        load_claims(p)
+
+
+def test_repository_claims_file_is_valid_and_covers_the_paper():
+    claims = load_claims(ROOT / "claims.yaml")
+    assert len(claims) >= 12
+    ids = {c.id for c in claims}
+    for needed in ("t1_ip_circ", "robust_real_world", "tau_05_optimal", "validity_drops_adult_cred",
+                   "ig_protected_lower", "ct_more_training_time", "ablation_full_most_consistent"):
+        assert needed in ids
+    rules = {c.rule for c in claims}
+    assert rules == {"value", "no_effect", "relation", "most_often"}
+    # every Table 1 cell of the final version is a claim with its published value
+    pub = {(c.spec["select"]["dataset"], c.spec["select"]["metric"]): c.published for c in claims
+           if c.id.startswith("t1_")}
+    assert len(pub) == 27 and pub[("Circ", "IP")] == 58.88 and pub[("Cred", "Cost")] == -18.17
+
+
+# --------------------------------------------------------------------------------------------------- outputs
+
+
+def test_write_verdicts_and_summary(tmp_path):
+    report = _table1(tmp_path, [("LS", "IP", 25.0, 0.5, True), ("Circ", "IP", -5.0, 0.4, True)])
+    claims = _write_claims(tmp_path, [_value_claim(), _value_claim("ip_circ", dataset="Circ", published=58.88),
+                                      _value_claim("ip_moon", dataset="Moon")])
+    out = write_verdicts(claims, report)
+    assert out == report / "verdicts.csv" and (report / "verdicts.md").exists()
+    df = pd.read_csv(out, keep_default_na=False)
+    assert list(df.columns) == COLUMNS
+    assert df["verdict"].tolist() == [REPRODUCED, NOT_REPRODUCED, NOT_YET_RUN]
+    counts = summarize(df)
+    assert list(counts) == list(VERDICTS) and counts == {REPRODUCED: 1, PARTLY: 0, NOT_REPRODUCED: 1,
+                                                         NOT_YET_RUN: 1}
+    # deterministic: a second evaluation gives the same table
+    assert evaluate_claims(claims, report).equals(evaluate_claims(claims, report))
+
+
+def test_training_times_from_sidecars(tmp_path):
+    paths = []
+    for name, obj, secs in (("ct", "full", 9.5), ("bl", "vanilla", 1.5)):
+        p = tmp_path / f"{name}.pt.json"
+        p.write_text(json.dumps({"dataset": {"name": "lin_sep"}, "objective_effective": {"name": obj},
+                                 "seed": 0, "train_seconds": secs}))
+        paths.append(p)
+    df = training_times(paths)
+    assert df[["dataset", "objective", "train_seconds"]].values.tolist() == [["LS", "full", 9.5],
+                                                                             ["LS", "vanilla", 1.5]]
+    report = tmp_path / "report"
+    report.mkdir()
+    df.to_csv(report / "training_time.csv", index=False)
+    v = evaluate_claims(ROOT / "claims.yaml", report).set_index("claim").loc["ct_more_training_time"]
+    assert v["verdict"] == PARTLY and "LS 9.5 vs 1.5" in v["ours"]   # holds on LS, other datasets not run
