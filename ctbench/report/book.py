@@ -276,6 +276,30 @@ def render_paper_figures(report: Path | None) -> str:
     return "\n".join(parts)
 
 
+def render_prop31(report: Path | None) -> tuple[str, str]:
+    """The Proposition 3.1 check (``prop31/`` of the report): results (summary + figures) and the violations."""
+    pdir = report / "prop31" if report is not None else None
+    if pdir is None or not (pdir / "prop31_summary.csv").exists():
+        note = _note("prop31/prop31_summary.csv", "stage `prop31`: `ctbench prop31`")
+        return note, note
+    summary = pd.read_csv(pdir / "prop31_summary.csv")
+    parts = ["Share of paired runs in which protection lowered the relative sensitivity (Wilson 95% interval): "
+             "overall (`by = all`), by sample size, mean gap and standard deviations, at training checkpoints "
+             "(`by = iteration`) and for the training variants (`by = variant`). Suffixes: `u` unprotected CT, "
+             "`p` protected CT, `bl` baseline.\n\n" + frame_to_markdown(summary, digits=3)]
+    for stem, caption in (("prop31_paths", "Coefficient paths (thin: seeds, bold: median) without and with "
+                           "protection, and the relative sensitivity |w_imm| / |w_mut|."),
+                          ("prop31_sensitivity", "Relative sensitivity with against without protection, one point "
+                           "per run (below the diagonal: protection lowered it), and the per-run log ratio for "
+                           "each violation of the assumptions.")):
+        if (pdir / f"{stem}.png").exists():
+            parts.append(_figure(f"prop31/{stem}.png", caption, name=f"fig-{stem.replace('_', '-')}"))
+    violations = pdir / "prop31_violations.csv"
+    viol = (frame_to_markdown(pd.read_csv(violations), digits=3) if violations.exists()
+            else _note("prop31/prop31_violations.csv", "stage `prop31`"))
+    return "\n\n".join(parts), viol
+
+
 def render_grids(report: Path | None) -> str:
     gdir = report / "grids" if report is not None else None
     if gdir is None or not gdir.is_dir():
@@ -504,6 +528,8 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
         "robustness": render_robustness(src),
         "paper_figures": render_paper_figures(src),
         "grids": render_grids(src),
+        "prop31_results": render_prop31(src)[0],
+        "prop31_violations": render_prop31(src)[1],
         "provenance": render_provenance(src),
         "benchmarks": render_benchmarks(src),
         "report_index": render_index(src),

@@ -27,4 +27,6 @@ def stage_times(benchmarks_dir: str | Path) -> pd.DataFrame:
                                               max_rss_mb=("max_rss_mb", "max")).reset_index()
     total = out[["jobs", "wall_seconds", "cpu_seconds"]].sum().to_frame().T.assign(stage="total",
                                                                                     max_rss_mb=out["max_rss_mb"].max())
-    return pd.concat([out, total], ignore_index=True)
+    out = pd.concat([out, total], ignore_index=True)
+    out["jobs"] = out["jobs"].astype(int)
+    return out
