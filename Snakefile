@@ -24,7 +24,7 @@ RES = W.results
 
 
 wildcard_constraints:
-    experiment="single|mutability|ablation",
+    experiment="single|mutability|ablation|baseline",
     objective="full|vanilla|energy|adversarial",
     seed=r"\d+",
     dataset=r"[a-z0-9_]+",

@@ -44,6 +44,10 @@ class Workflow:
 
     # -- paths ---------------------------------------------------------------------------------------------------
     def model_path(self, experiment: str, dataset: str, objective: str, seed: int) -> str:
+        """Where a final model lives. The vanilla baseline ignores counterfactual and mutability settings, so one
+        BL per dataset and seed (``models/baseline/``) serves the single, mutability and ablation experiments."""
+        if objective == "vanilla":
+            experiment = "baseline"
         return f"{self.results}/models/{experiment}/{dataset}/{objective}_s{seed}.pt"
 
     def eval_path(self, experiment: str, dataset: str, seed: int) -> str:
@@ -66,8 +70,9 @@ class Workflow:
         return "ablation" if "ablation" in self.experiments else self.experiments[0]
 
     def final_models(self) -> list[str]:
-        return [p for e in self.experiments for d in self.datasets for s in self.seeds
-                for p in self.eval_models(e, d, s).values()]
+        paths = [p for e in self.experiments for d in self.datasets for s in self.seeds
+                 for p in self.eval_models(e, d, s).values()]
+        return list(dict.fromkeys(paths))
 
     def evaluations(self) -> list[str]:
         return [self.eval_path(e, d, s) for e in self.experiments for d in self.datasets for s in self.seeds]
@@ -179,6 +184,10 @@ class Workflow:
 
     def train_config(self, experiment: str, dataset: str, objective: str, seed: int) -> dict[str, Any]:
         c = self.config
+        if experiment == "baseline":
+            if objective != "vanilla":
+                raise ValueError(f"models/baseline/ holds vanilla models only, not {objective!r}")
+            experiment = "single"
         overrides = dict(c.get("training_overrides") or {})
         return model_config(dataset, experiment, objective, int(seed), fidelity=c["fidelity"],
                             fidelity_overrides=c.get("fidelity_overrides") or {},

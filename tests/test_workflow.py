@@ -66,7 +66,11 @@ def test_workflow_paths_and_arguments():
     w = Workflow(CONFIGS["paper"])
     assert len(w.evaluations()) == 9 * 3
     assert w.eval_models("ablation", "adult", 0) == {
-        o: f"results/paper/models/ablation/adult/{o}_s0.pt" for o in ("full", "energy", "adversarial", "vanilla")}
+        **{o: f"results/paper/models/ablation/adult/{o}_s0.pt" for o in ("full", "energy", "adversarial")},
+        "vanilla": "results/paper/models/baseline/adult/vanilla_s0.pt"}
+    assert w.eval_models("single", "adult", 0)["vanilla"] == w.eval_models("mutability", "adult", 0)["vanilla"]
+    assert len(w.final_models()) == 9 * (1 + 1 + 1 + 3)  # one shared BL and five CT-type models per dataset
+    assert json.loads(w.train_config_json("baseline", "adult", "vanilla", 0))["mutability"] is None
     args = shlex.split(w.eval_args("mutability", "mnist"))
     assert "--constrained" in args and "n_individuals=25" in args and "n_runs=100" in args
     assert "n_individuals=250" in shlex.split(w.eval_args("single", "lin_sep"))
