@@ -10,6 +10,7 @@ rule robustness:
     threads: config.get("threads_per_job", 1)
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
+        runtime=lambda w: W.runtime_min(w.dataset, "evaluate"),
     benchmark:
         f"{RES}/benchmarks/robustness/{{dataset}}_s{{seed}}.tsv"
     log:
