@@ -31,6 +31,7 @@ wildcard_constraints:
     grid="gen_params|penalties|training_params|tune|tune_lr",
     key=r"bl[a-z0-9_]*",
     chunk=r"\d+",
+    switch=r"[a-z_]+",
 
 
 include: "workflow/rules/data.smk"
@@ -41,6 +42,7 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/robustness.smk"
 include: "workflow/rules/attribution.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/figures.smk"
 include: "workflow/rules/book.smk"
 
 

@@ -125,7 +125,7 @@ def train_from_config(config: dict[str, Any] | None = None, *, data=None, progre
     vae = None
     if cfg["generator"].get("type") == "revise":
         v = cfg["vae"]
-        vae = VAE(data.n_features, v["latent_dim"], v["hidden"])
+        vae = VAE(data.n_features, v["latent_dim"], v["hidden"], seed=v["seed"])
         vae.fit(data.X_train, epochs=v["epochs"], batch_size=v["batch_size"], seed=v["seed"], progress=progress)
     generator = make_generator(cfg["generator"], fid, vae=vae) if objective.needs_counterfactuals else None
     params = TrainParams(seed=cfg["seed"], **cfg["training"])

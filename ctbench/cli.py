@@ -289,9 +289,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--out", required=True)
     a.set_defaults(func=_cmd_attribution)
 
-    from . import grids
+    from . import fidelity_study, grids
+    from .report import figures
 
     grids.add_cli(sub)
+    figures.add_cli(sub)
+    fidelity_study.add_cli(sub)
 
     rp = sub.add_parser("report", help="the paper's tables and figures from evaluation outputs")
     rp.add_argument("--eval", nargs="*", help="outputs of ctbench evaluate")

@@ -68,7 +68,13 @@ def _merge(default: Any, given: Any, path: str) -> Any:
 
 def resolve_train_config(given: dict[str, Any] | None = None) -> dict[str, Any]:
     """Fill defaults and check every key and type; raise :class:`ConfigError` on the first problem."""
-    cfg = _merge(DEFAULT_TRAIN_CONFIG, given or {}, "")
+    given = copy.deepcopy(given or {})
+    model = given.get("model")
+    cfg = _merge(DEFAULT_TRAIN_CONFIG, {k: v for k, v in given.items() if k != "model"}, "")
+    if isinstance(model, dict) and model.get("type", "mlp") != "mlp":
+        cfg["model"] = dict(model)  # the MLP's width/depth defaults do not apply to other model types
+    elif model is not None:
+        cfg["model"] = _merge(DEFAULT_TRAIN_CONFIG["model"], model, "model")
     if cfg["device"] not in ("cpu", "cuda") and not str(cfg["device"]).startswith("cuda:"):
         raise ConfigError(f"device: {cfg['device']!r} is not 'cpu', 'cuda' or 'cuda:N'")
     if int(cfg["threads"]) < 1:

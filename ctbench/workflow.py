@@ -160,6 +160,33 @@ class Workflow:
             return []
         return [f"{self.results}/report/prop31/prop31_summary.csv"]
 
+    # -- figures and the fidelity study (written straight into the report folder) --------------------------------
+    def figure_outputs(self) -> list[str]:
+        if not self.config.get("figures", {}).get("enabled", True):
+            return []
+        out = [f"{self.results}/report/figure1.png"]
+        if "mnist" in self.datasets and "mutability" in self.experiments:
+            out.append(f"{self.results}/report/mnist_counterfactuals.png")
+        return out
+
+    def fidelity_pairs(self) -> list[tuple[str, str]]:
+        from .fidelity_study import default_plan
+
+        study = self.config.get("fidelity_study", {}) or {}
+        if not study.get("enabled", False):
+            return []
+        switches = study.get("switches")
+        # a pair runs when its dataset is part of this profile, or is synthetic (generated, needs no files)
+        return [(sw, ds) for sw, ds in default_plan() if (switches is None or sw in switches)
+                and (ds in self.datasets or family(ds) == "synthetic")]
+
+    def fidelity_outputs(self) -> list[str]:
+        return [f"{self.results}/fidelity/{sw}/{ds}.csv" for sw, ds in self.fidelity_pairs()]
+
+    def book_inputs(self) -> list[str]:
+        extra = [f"{self.results}/report/fidelity_effects.csv"] if self.fidelity_pairs() else []
+        return [self.report_index(), *self.figure_outputs(), *extra]
+
     def report_index(self) -> str:
         return f"{self.results}/report/index.json"
 

@@ -24,6 +24,11 @@ def test_vae_learns_and_roundtrips(tmp_path):
     back = VAE.load(tmp_path / "vae.pt")
     for a, b in zip(vae.state_dict().values(), back.state_dict().values(), strict=True):
         assert torch.equal(a, b)
+    torch.manual_seed(123)  # the global RNG state must not matter
+    again = VAE(2)
+    again.fit(data.X_train, epochs=15, seed=0)
+    for a, b in zip(vae.state_dict().values(), again.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
 
 
 def test_revise_search_is_seeded_and_constrained():

@@ -24,17 +24,19 @@ def _randn_like(t: torch.Tensor, generator: torch.Generator | None) -> torch.Ten
 
 
 class VAE(nn.Module):
-    def __init__(self, n_features: int, latent_dim: int | None = None, hidden: int | None = None):
+    def __init__(self, n_features: int, latent_dim: int | None = None, hidden: int | None = None, seed: int = 0):
         super().__init__()
         small = n_features <= 2
         self.n_features = int(n_features)
         self.latent_dim = int(latent_dim or (2 if small else 4))
         self.hidden = int(hidden or (16 if small else 32))
-        self.enc = nn.Sequential(nn.Linear(self.n_features, self.hidden), nn.Sigmoid())
-        self.mu = nn.Linear(self.hidden, self.latent_dim)
-        self.logsigma = nn.Linear(self.hidden, self.latent_dim)
-        self.decoder = nn.Sequential(nn.Linear(self.latent_dim, self.hidden), nn.Tanh(),
-                                     nn.Linear(self.hidden, self.n_features))
+        with torch.random.fork_rng(devices=[]):  # initial weights from ``seed``, not from the global RNG state
+            torch.manual_seed(int(seed))
+            self.enc = nn.Sequential(nn.Linear(self.n_features, self.hidden), nn.Sigmoid())
+            self.mu = nn.Linear(self.hidden, self.latent_dim)
+            self.logsigma = nn.Linear(self.hidden, self.latent_dim)
+            self.decoder = nn.Sequential(nn.Linear(self.latent_dim, self.hidden), nn.Tanh(),
+                                         nn.Linear(self.hidden, self.n_features))
 
     def config(self) -> dict[str, int]:
         return {"n_features": self.n_features, "latent_dim": self.latent_dim, "hidden": self.hidden}

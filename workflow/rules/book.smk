@@ -1,7 +1,7 @@
 # Stage 7: the Jupyter Book from the report (no training inside the book; builds offline).
 rule book:
     input:
-        f"{RES}/report/index.json",
+        W.book_inputs(),
     output:
         f"{RES}/book/_build/html/index.html",
     params:

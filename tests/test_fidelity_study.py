@@ -1,0 +1,138 @@
+"""The fidelity study: the effect of each code/paper discrepancy (ctbench/fidelity_study.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ctbench.fidelity import Fidelity
+from ctbench.fidelity_study import COLUMNS, METRICS, REQUIRED, SWITCHES, default_plan, merge_effects, run_effect
+
+TINY = {"seed": 0, "epochs": 2, "n_runs": 2, "n_individuals": 12}
+
+
+def test_switches_and_plan():
+    required = {"ce_step_size", "domain_n_sigma", "mmd_length_scale", "adversarial_label",
+                "synthetic_mutability_zero_reg_adv", "adult_substring_groups", "ip_star_per_run"}
+    assert required <= set(SWITCHES)
+    fid_fields = set(Fidelity.__dataclass_fields__)
+    for s in SWITCHES.values():
+        assert s.reference != s.paper
+        if s.kind == "fidelity":
+            assert s.name in fid_fields and getattr(Fidelity(), s.name) == s.reference  # reference = the default
+    plan = default_plan()
+    assert ("adult_substring_groups", "adult") in plan
+    assert {sw for sw, _ in plan} == set(SWITCHES)
+    assert all(ds in ("lin_sep", "circles", "moons", "over") for sw, ds in plan if sw != "adult_substring_groups")
+
+
+@pytest.fixture(scope="module")
+def mmd_effect(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fx") / "mmd.csv"
+    return out, run_effect("mmd_length_scale", "lin_sep", out, **TINY)
+
+
+def test_run_effect_rows_and_columns(mmd_effect):
+    out, df = mmd_effect
+    assert list(df.columns) == COLUMNS
+    assert df["metric"].tolist() == list(METRICS)
+    assert (df["switch"] == "mmd_length_scale").all() and (df["dataset"] == "lin_sep").all()
+    assert df[["reference", "paper"]].notna().all().all()
+    np.testing.assert_array_equal(df["delta"], df["paper"] - df["reference"])
+    assert df["reference_setting"].iloc[0] == "5.0" and df["paper_setting"].iloc[0] == "0.5"
+    on_disk = pd.read_csv(out)
+    assert list(on_disk.columns) == COLUMNS and len(on_disk) == len(METRICS)
+    side = json.loads(out.with_name(out.name + ".json").read_text())
+    assert side["n_models_trained"] == 2  # evaluation-only: one CT and one BL model for both settings
+    assert side["settings"]["reference"]["fidelity"]["mmd_length_scale"] == 5.0
+    assert side["settings"]["paper"]["fidelity"]["mmd_length_scale"] == 0.5
+    assert side["settings"]["paper"]["protocol"]["n_runs"] == 2
+
+
+def test_evaluation_only_switch_changes_only_ip_star(mmd_effect):
+    _, df = mmd_effect
+    d = df.set_index("metric")
+    assert d.loc["accuracy CT", "reference"] == d.loc["accuracy CT", "paper"]
+    for m in ("IP", "Cost", "validity CT"):  # same models, same protocol seed: only the kernel differs
+        assert d.loc[m, "delta"] == 0.0, m
+    assert d.loc["IP*", "delta"] != 0.0
+
+
+def test_training_switch_retrains_ct_only(tmp_path):
+    out = tmp_path / "step.csv"
+    df = run_effect("ce_step_size", "lin_sep", out, **TINY)
+    side = json.loads(out.with_name(out.name + ".json").read_text())
+    assert side["n_models_trained"] == 3  # CT under 0.1 and 0.25, one shared BL
+    idx = {k: v["model_index"] for k, v in side["settings"].items()}
+    assert idx["reference"]["BL"] == idx["paper"]["BL"] and idx["reference"]["CT"] != idx["paper"]["CT"]
+    steps = sorted(m["config"]["fidelity_overrides"].get("ce_step_size", 0.1) for m in side["models"])
+    assert steps == [0.1, 0.1, 0.25]
+    np.testing.assert_allclose(df["delta"], df["paper"] - df["reference"])
+
+
+def test_missing_real_data_is_skipped_with_a_note(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTBENCH_DATA", str(tmp_path / "nothing"))
+    monkeypatch.setenv("CTBENCH_CACHE", str(tmp_path / "cache"))
+    df = run_effect("adult_substring_groups", "adult", tmp_path / "adult.csv", **TINY)
+    assert len(df) == len(METRICS) and df[["reference", "paper", "delta"]].isna().all().all()
+    assert df["note"].str.startswith("skipped").all()
+
+
+def test_unknown_switch():
+    with pytest.raises(ValueError, match="unknown switch"):
+        run_effect("no_such_switch", "lin_sep", "x.csv")
+
+
+def _table(switch, ref, pap):
+    return pd.DataFrame({"switch": switch, "dataset": "lin_sep", "metric": list(METRICS), "reference": ref,
+                         "paper": pap, "delta": np.asarray(pap) - np.asarray(ref)})
+
+
+def test_merge_concatenates_and_validates(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    _table("ce_step_size", [1.0] * 5, [2.0] * 5).to_csv(a, index=False)
+    _table("domain_n_sigma", [0.5] * 5, [0.25] * 5).assign(note="x").to_csv(b, index=False)
+    out = tmp_path / "fidelity_effects.csv"
+    merged = merge_effects([a, b], out)
+    assert len(merged) == 10 and merged["switch"].tolist() == ["ce_step_size"] * 5 + ["domain_n_sigma"] * 5
+    assert list(merged.columns[:len(REQUIRED)]) == REQUIRED
+    pd.testing.assert_frame_equal(pd.read_csv(out), merged, check_dtype=False)
+
+    with pytest.raises(ValueError, match="more than once"):
+        merge_effects([a, a], tmp_path / "dup.csv")
+    _table("x", [1.0] * 5, [2.0] * 5).drop(columns="delta").to_csv(c := tmp_path / "c.csv", index=False)
+    with pytest.raises(ValueError, match="missing column"):
+        merge_effects([c], tmp_path / "m.csv")
+    _table("y", [1.0] * 5, [2.0] * 5).assign(delta=-1.0).to_csv(d := tmp_path / "d.csv", index=False)
+    with pytest.raises(ValueError, match="paper − reference"):
+        merge_effects([d], tmp_path / "m.csv")
+    assert not (tmp_path / "m.csv").exists()
+
+
+def test_cli(tmp_path, capsys):
+    import argparse
+
+    from ctbench import fidelity_study
+    from ctbench.report import figures
+
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="command", required=True)
+    fidelity_study.add_cli(sub)
+    figures.add_cli(sub)
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    _table("ce_step_size", [1.0] * 5, [2.0] * 5).to_csv(a, index=False)
+    _table("mmd_length_scale", [1.0] * 5, [3.0] * 5).to_csv(b, index=False)
+    args = p.parse_args(["fidelity-effects-merge", str(a), str(b), "--out", str(tmp_path / "m.csv")])
+    assert args.func(args) == 0 and len(pd.read_csv(tmp_path / "m.csv")) == 10
+    args = p.parse_args(["fidelity-effect", "--switch", "ip_star_per_run", "--dataset", "lin_sep", "--out",
+                         str(tmp_path / "e.csv"), "--epochs", "1", "--n-runs", "2", "--n-individuals", "10"])
+    assert args.func(args) == 0
+    e = pd.read_csv(tmp_path / "e.csv", dtype={"reference_setting": str, "paper_setting": str})
+    assert e["reference_setting"].iloc[0] == "true" and e["paper_setting"].iloc[0] == "false"
+    args = p.parse_args(["figure1", "--out", str(tmp_path / "f"), "--quick"])
+    assert args.func is not None and args.quick
+    args = p.parse_args(["mnist-figures", "--ct", "c.pt", "--bl", "b.pt", "--out", "o"])
+    assert args.targets == [1, 2, 3, 4] and args.max_iter == 1000

@@ -1,0 +1,52 @@
+# Figures of the paper that need their own models or searches, and the measured effect of each fidelity switch
+# (the book's "where code and paper disagree" chapter). Outputs go straight into the report folder.
+rule figure1:
+    output:
+        f"{RES}/report/figure1.png",
+    params:
+        quick="--quick" if config["profile"] == "smoke" else "",
+    log:
+        f"{RES}/logs/figure1.log",
+    shell:
+        "ctbench figure1 {params.quick} --out {RES}/report > {log} 2>&1"
+
+
+rule mnist_figures:
+    input:
+        ct=W.model_path("mutability", "mnist", "full", W.seeds[0]),
+        bl=W.model_path("mutability", "mnist", "vanilla", W.seeds[0]),
+    output:
+        f"{RES}/report/mnist_counterfactuals.png",
+    log:
+        f"{RES}/logs/mnist_figures.log",
+    shell:
+        "ctbench mnist-figures --ct {input.ct} --bl {input.bl} --out {RES}/report > {log} 2>&1"
+
+
+rule fidelity_effect:
+    output:
+        f"{RES}/fidelity/{{switch}}/{{dataset}}.csv",
+    params:
+        quick="--quick" if config.get("fidelity_study", {}).get("quick", False) else "",
+    threads: 1
+    resources:
+        mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
+        runtime=lambda w: 4 * W.runtime_min(w.dataset),
+    benchmark:
+        f"{RES}/benchmarks/fidelity_effect/{{switch}}__{{dataset}}.tsv"
+    log:
+        f"{RES}/logs/fidelity/{{switch}}/{{dataset}}.log",
+    shell:
+        "ctbench fidelity-effect --switch {wildcards.switch} --dataset {wildcards.dataset} {params.quick} "
+        "--out {output} > {log} 2>&1"
+
+
+rule fidelity_effects:
+    input:
+        W.fidelity_outputs(),
+    output:
+        f"{RES}/report/fidelity_effects.csv",
+    log:
+        f"{RES}/logs/fidelity/merge.log",
+    shell:
+        "ctbench fidelity-effects-merge {input} --out {output} > {log} 2>&1"
