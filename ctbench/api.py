@@ -49,13 +49,22 @@ class TrainedModel:
 
     def counterfactuals(self, X: Any, target: Any, *, generator: dict[str, Any] | None = None,
                         convergence: dict[str, Any] | None = None, use_constraints: bool = True,
-                        seed: int = 0) -> CounterfactualResult:
-        """Search counterfactuals for factuals ``X`` (n, D) towards classes ``target`` (n,)."""
+                        mutability: Any = None, seed: int = 0) -> CounterfactualResult:
+        """Search counterfactuals for factuals ``X`` (n, D) towards classes ``target`` (n,).
+
+        ``use_constraints``: the model's own domain and mutability; ``mutability`` (a spec for
+        :func:`ctbench.constraints.parse_mutability`) replaces the model's mutability, e.g. to search a baseline
+        trained without constraints under the protected features.
+        """
         conv = Convergence(**(convergence or self.config["convergence"]))
         dev = next(self.model.parameters()).device
         x = torch.as_tensor(np.asarray(X), dtype=torch.float32, device=dev)
         t = torch.as_tensor(np.asarray(target), dtype=torch.long, device=dev)
         cons = self.constraints if use_constraints else Constraints(x.shape[1])
+        if mutability is not None:
+            dom = None if cons.lower is None else (cons.lower.tolist(), cons.upper.tolist())
+            cons = Constraints.build(x.shape[1], domain=dom, mutability=mutability,
+                                     categorical_groups=cons.categorical_groups)
         gen = torch.Generator().manual_seed(int(seed))
         return self.generator(generator).search(self.model, x, t, cons, conv, gen)
 

@@ -69,3 +69,17 @@ def test_constrained_protocol_keeps_protected_feature(models):
                                   n_classes=2, dataset="lin_sep")
     # with feature 0 immutable only feature 1 moves: cost = |Δx1|
     assert (df["redundancy"] >= 0.5).all()
+
+
+def test_constrained_protocol_constrains_an_unconstrained_baseline():
+    data = load_dataset("lin_sep")
+    base = {"data": {"name": "lin_sep"}, "training": {"epochs": 2, "nce": 100}}
+    bl = train_from_config({**base, "objective": {"name": "vanilla"}})  # trained without mutability
+    assert bl.constraints.mutability is None
+    prot = EvalProtocol.reference("synthetic", constrained=True, lambdas=(1.0,), n_individuals=30, n_runs=2)
+    df = evaluate_counterfactuals({"BL": bl}, data.X_test, data.y_test, prot, resolve_fidelity("reference"),
+                                  n_classes=2, mutability=[0], dataset="lin_sep")
+    assert (df["redundancy"] >= 0.5).all()  # feature 0 never moves
+    free = evaluate_counterfactuals({"BL": bl}, data.X_test, data.y_test, replace(prot, constrained=False),
+                                    resolve_fidelity("reference"), n_classes=2, mutability=[0], dataset="lin_sep")
+    assert (free["redundancy"] < 0.5).any()

@@ -88,8 +88,12 @@ def draw_individuals(predicted: np.ndarray, factual: np.ndarray, rng: np.random.
 
 def evaluate_counterfactuals(models: dict[str, Any], X_eval: Any, y_eval: Any, protocol: EvalProtocol,
                              fidelity: Fidelity, *, n_classes: int, categorical_groups: list[list[int]] | None = None,
-                             dataset: str = "", progress: bool = False) -> pd.DataFrame:
+                             mutability: Any = None, dataset: str = "", progress: bool = False) -> pd.DataFrame:
     """Evaluate trained models (name → :class:`ctbench.api.TrainedModel`) on one evaluation set.
+
+    With ``protocol.constrained`` every model is searched under ``mutability`` (e.g. the dataset's protected
+    features, as a list of immutable indices) — the same constraints for CT and BL, whatever each was trained
+    with; without it, each model's own training mutability is used.
 
     Columns: dataset, model, objective, lambda_energy, run, individual, index, factual, target, valid,
     valid_strict, p_target, mature, steps, cost, ip, ip_star, ip_star_raw, redundancy.
@@ -119,7 +123,7 @@ def evaluate_counterfactuals(models: dict[str, Any], X_eval: Any, y_eval: Any, p
         cons = Constraints.build(
             X.shape[1],
             domain=None if cons.lower is None else (cons.lower.tolist(), cons.upper.tolist()),
-            mutability=cons.mutability if protocol.constrained else None,
+            mutability=(mutability if mutability is not None else cons.mutability) if protocol.constrained else None,
             categorical_groups=groups)
         x0 = X[flat_idx].to(dev)
         tgt = torch.as_tensor(t_flat, device=dev)

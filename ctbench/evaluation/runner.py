@@ -78,8 +78,12 @@ def run_evaluate(model_specs: list[str], out: str | Path, *, protocol_overrides:
     X, y = (data.X_test, data.y_test) if protocol.split == "test" else (
         np.vstack([data.X_train, data.X_val]), np.concatenate([data.y_train, data.y_val]))
     t0 = time.perf_counter()
+    if constrained and not data.protected:
+        raise ValueError(f"--constrained: dataset {data.name!r} declares no protected features")
     df = evaluate_counterfactuals(models, X, y, protocol, fid, n_classes=data.n_classes,
-                                  categorical_groups=data.categorical_groups, dataset=data.name, progress=progress)
+                                  categorical_groups=data.categorical_groups,
+                                  mutability=list(data.protected) if constrained else None, dataset=data.name,
+                                  progress=progress)
     df.insert(1, "experiment", experiment)
     perf = performance(models, data.X_test, data.y_test, data.n_classes)
     sidecar = {"kind": "counterfactual_evaluation", "dataset": data.name, "experiment": experiment,

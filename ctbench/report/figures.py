@@ -29,8 +29,9 @@ Outputs: ``figure1.png``/``.pdf`` and ``figure1.csv`` (factuals, counterfactuals
 
 **MNIST** (:func:`mnist_figures`, reference §7.8): counterfactuals of factuals of class 0 that both models predict
 as 0 (``default_rng(seed)``, seed 42 as ``Random.seed!(42)`` of ``mnist_chart.jl``), towards several targets, by
-ECCo with λ_egy = 1.0, λ_cst = 0.001 and ``MaxIterConvergence(1000)``, searched under each model's own constraints
-(the [−1, 1] pixel box and, for the mutability models the figure uses, the protected pixel rows); BL rows on top,
+ECCo with λ_egy = 1.0, λ_cst = 0.001 and ``MaxIterConvergence(1000)``, searched in the [−1, 1] pixel box with the
+dataset's protected pixel rows immutable for both models (the shared baseline is trained without constraints, so
+its own metadata has none); BL rows on top,
 CT rows below → ``mnist_counterfactuals.png``/``.pdf``/``.csv``. Class-conditional integrated gradients
 (:func:`ctbench.evaluation.attribution.class_attribution_maps`: all test images of a class, 50 steps, U(−1, 1)
 baselines, min–max normalised) for both models → ``mnist_attribution.png``/``.pdf``/``.csv``, with the protected
@@ -318,7 +319,8 @@ def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, out_dir:
     try:
         for name, m in models.items():
             res = m.counterfactuals(x_rep, t_rep, generator=gen_spec, convergence=conv,
-                                    use_constraints=use_constraints, seed=seed)
+                                    use_constraints=use_constraints,
+                                    mutability=protected if (use_constraints and protected) else None, seed=seed)
             cf = res.counterfactual.detach().cpu().numpy()
             cfs[name] = cf
             pred_cf = m.predict(cf)
