@@ -58,6 +58,25 @@ def atomic_torch_save(obj: Any, path: str | Path) -> Path:
     return _atomic_write(path, lambda fh: torch.save(obj, fh))
 
 
+def save_figure(fig: Any, path: str | Path, dpi: int = 150) -> list[Path]:
+    """Write a matplotlib ``Figure`` as ``<stem>.png`` and ``<stem>.pdf``, each rendered in memory and written
+    atomically (Agg canvas: no pyplot, no global backend change). ``path`` may end in .png/.pdf or have no suffix."""
+    import io as _io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    path = Path(path)
+    stem = path.with_suffix("") if path.suffix.lower() in (".png", ".pdf") else path
+    FigureCanvasAgg(fig)
+    out = []
+    for ext in ("png", "pdf"):
+        buf = _io.BytesIO()
+        fig.savefig(buf, format=ext, dpi=dpi, bbox_inches="tight",
+                    metadata={"CreationDate": None} if ext == "pdf" else None)
+        out.append(atomic_write_bytes(stem.with_name(f"{stem.name}.{ext}"), buf.getvalue()))
+    return out
+
+
 def _jsonable(o: Any):
     if hasattr(o, "tolist"):
         return o.tolist()

@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..io import save_figure
+
 __all__ = ["accuracy", "macro_f1", "predict", "fgsm", "pgd", "robustness_curve", "plot_robustness", "DEFAULT_EPS_GRID"]
 
 DEFAULT_EPS_GRID = np.linspace(0.0, 0.1, 10)  # Julia range(0, 0.1, length=10)
@@ -230,28 +232,6 @@ def robustness_curve(model, X, y, eps_grid: Sequence[float] | np.ndarray | None 
 
 
 # --------------------------------------------------------------------------------------------------- plotting
-def figure_paths(path) -> list:
-    """``path`` (with or without a .png/.pdf suffix) → ``[<stem>.png, <stem>.pdf]`` (parent folders created)."""
-    from pathlib import Path
-
-    p = Path(path)
-    stem = str(p.with_suffix("")) if p.suffix.lower() in {".png", ".pdf"} else str(p)
-    out = [Path(stem + ".png"), Path(stem + ".pdf")]
-    out[0].parent.mkdir(parents=True, exist_ok=True)
-    return out
-
-
-def save_figure(fig, path, dpi: int = 150) -> list:
-    """Write a matplotlib ``Figure`` as PNG and PDF via the Agg canvas (no pyplot, no global backend change)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    FigureCanvasAgg(fig)
-    paths = figure_paths(path)
-    for p in paths:
-        fig.savefig(p, dpi=dpi, bbox_inches="tight")
-    return paths
-
-
 def plot_robustness(df: pd.DataFrame, path, hue: str = "model", title: str | None = None) -> list:
     """Adversarial accuracy vs ε, one panel per attack, one line per value of ``hue`` (e.g. model/objective).
 

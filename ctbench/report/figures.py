@@ -41,7 +41,6 @@ rows marked.
 from __future__ import annotations
 
 import copy
-import io
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,7 +50,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..io import atomic_write_bytes, atomic_write_json, atomic_write_text, provenance
+from ..io import atomic_write_json, atomic_write_text, provenance, save_figure
 
 __all__ = ["FIG1", "add_cli", "figure1", "mnist_figures"]
 
@@ -81,20 +80,6 @@ PANELS = (
 
 
 # --------------------------------------------------------------------------------------------------- helpers
-def _save_figure(fig, stem: Path, dpi: int = 150) -> list[Path]:
-    """PNG + PDF of a matplotlib ``Figure`` via the Agg canvas, each rendered in memory and written atomically."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    FigureCanvasAgg(fig)
-    out = []
-    for ext in ("png", "pdf"):
-        buf = io.BytesIO()
-        fig.savefig(buf, format=ext, dpi=dpi, bbox_inches="tight",
-                    metadata={"CreationDate": None} if ext == "pdf" else None)
-        out.append(atomic_write_bytes(stem.with_name(f"{stem.name}.{ext}"), buf.getvalue()))
-    return out
-
-
 def _log_odds_coefficients(model) -> tuple[np.ndarray, float]:
     """w = θ₁ − θ₀ and c = b₁ − b₀ of a two-class linear model (its log-odds of class 1 are w·x + c)."""
     lin = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
@@ -238,7 +223,7 @@ def figure1(out_dir: str | Path, seed: int = 0, epochs: int | None = None, quick
     axes[0].legend(loc="upper left", fontsize="small")
     fig.suptitle(f"Linear classifiers on LS: conventional training vs CT (Generic counterfactuals, "
                  f"{epochs} epochs, seed {seed})", fontsize="medium")
-    paths = _save_figure(fig, out / "figure1")
+    paths = save_figure(fig, out / "figure1")
     paths.append(atomic_write_text(out / "figure1.csv", table.to_csv(index=False)))
     summary = {k: {"title": v["title"], "model": v["model"], "w": v["w"].tolist(), "bias": v["c"],
                    "sensitivity_ratio": v["ratio"], "valid": v["valid"]} for k, v in panel_info.items()}
@@ -354,7 +339,7 @@ def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, out_dir:
             ax.set_yticks([])
         fig.suptitle(f"ECCo counterfactuals (λ_egy {lambda_energy}, λ_cst {lambda_cost}, {max_iter} steps): "
                      "BL (top), CT (bottom)", fontsize="medium")
-        paths = _save_figure(fig, out / "mnist_counterfactuals")
+        paths = save_figure(fig, out / "mnist_counterfactuals")
         paths.append(atomic_write_text(out / "mnist_counterfactuals.csv", cf_table.to_csv(index=False)))
 
         # ---- class-conditional integrated gradients
@@ -399,7 +384,7 @@ def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, out_dir:
     if im is not None:
         fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="normalised IG")
     fig.suptitle("Integrated gradients per class (mean over test images; dashed: protected rows)", fontsize="medium")
-    paths += _save_figure(fig, out / "mnist_attribution")
+    paths += save_figure(fig, out / "mnist_attribution")
     paths.append(atomic_write_text(out / "mnist_attribution.csv", attr_table.to_csv(index=False)))
     side = {"kind": "mnist_figures", "models": {"CT": str(ct_model_path), "BL": str(bl_model_path)}, "seed": seed,
             "factual_class": factual_class, "factual_test_indices": idx.tolist(), "targets": targets,

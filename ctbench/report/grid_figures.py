@@ -14,7 +14,6 @@ matplotlib only, through the Agg canvas (no pyplot, no global backend change), a
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..grids import GRIDS, epochs_path
+from ..io import save_figure
 
 #: column of each grid parameter in a chunk CSV, and its axis label
 PARAM_LABELS: dict[str, str] = {
@@ -30,21 +30,6 @@ PARAM_LABELS: dict[str, str] = {
     "epochs": "epochs", "step_size": "CE step size (nominal)",
 }
 METRIC_LABELS = {"ip": "IP change vs BL (%)", "cost": "cost change vs BL (%)"}
-
-
-def _save(fig, stem: Path, dpi: int = 150) -> list[Path]:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    from ..io import atomic_write_bytes
-
-    FigureCanvasAgg(fig)
-    out = []
-    for ext in ("png", "pdf"):
-        buf = io.BytesIO()
-        fig.savefig(buf, format=ext, dpi=dpi, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf"
-                    else None)
-        out.append(atomic_write_bytes(stem.with_name(stem.name + f".{ext}"), buf.getvalue()))
-    return out
 
 
 def varied_parameters(df: pd.DataFrame, grid: str) -> list[str]:
@@ -106,7 +91,7 @@ def plot_change(df: pd.DataFrame, grid: str, metric: str, path: str | Path) -> l
     fig.suptitle(f"{GRIDS.get(grid, {}).get('title', grid)}" + (f" (Note {note})" if note else "")
                  + f": {METRIC_LABELS.get(metric, col)} — mean ± sd over other parameters and test-time λ_egy",
                  fontsize="medium")
-    return _save(fig, Path(path))
+    return save_figure(fig, Path(path))
 
 
 def plot_mature(ep: pd.DataFrame, grid: str, path: str | Path, points: pd.DataFrame | None = None) -> list[Path]:
@@ -146,7 +131,7 @@ def plot_mature(ep: pd.DataFrame, grid: str, path: str | Path, points: pd.DataFr
         axes[-1].legend(title=PARAM_LABELS.get(hue, hue), fontsize="small")
     fig.suptitle(f"{GRIDS.get(grid, {}).get('title', grid)}: proportion of mature CEs per epoch "
                  "(mean, band = min–max over points)", fontsize="medium")
-    return _save(fig, Path(path))
+    return save_figure(fig, Path(path))
 
 
 def load_chunks(paths: Iterable[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:

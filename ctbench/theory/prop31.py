@@ -41,8 +41,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import os
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -54,7 +52,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ..io import atomic_write_text
+from ..io import atomic_write_text, save_figure
 
 IMM, MUT = 0, 1          # feature indices
 NEG, POS = 0, 1          # class indices: non-target y⁻, target y⁺
@@ -606,24 +604,6 @@ def coefficient_paths(setting: Setting, seeds: Iterable[int], cfg: TrainConfig |
             **{a: o["path"].numpy() for a, o in zip(ARMS, outs, strict=True)}}
 
 
-def _save_figure(fig, path: str | Path) -> list[Path]:
-    """Write ``path`` (.png) and its .pdf twin, each to a temporary name first and then ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    written = []
-    for target in (path.with_suffix(".png"), path.with_suffix(".pdf")):
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        os.close(fd)
-        try:
-            fig.savefig(tmp, format=target.suffix[1:], dpi=150, bbox_inches="tight")
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        written.append(target)
-    return written
-
-
 def plot_paths(paths: dict, path: str | Path) -> list[Path]:
     """Three panels over training: w_imm, w_mut and |w_imm|/|w_mut|; thin lines per seed, thick the median."""
     from matplotlib.figure import Figure  # no pyplot: no global backend state
@@ -655,7 +635,7 @@ def plot_paths(paths: dict, path: str | Path) -> list[Path]:
                  f"σ = ({r['sigma_imm']:g}, {r['sigma_mut']:g}), n = {r['n']} per class, "
                  f"{paths['p'].shape[0]} seeds (medians bold)", fontsize=10)
     fig.tight_layout()
-    return _save_figure(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_sensitivity(df: pd.DataFrame, path: str | Path, violations: pd.DataFrame | None = None) -> list[Path]:
@@ -685,7 +665,7 @@ def plot_sensitivity(df: pd.DataFrame, path: str | Path, violations: pd.DataFram
     b.set_xlabel("log(rs_protected / rs_unprotected)   (< 0: protection lowers it)", fontsize=9)
     b.set_title("Per-run effect of protection, by setting kind", fontsize=9)
     fig.tight_layout()
-    return _save_figure(fig, path)
+    return save_figure(fig, path)
 
 
 # -- entry point ---------------------------------------------------------------------------------------------------
