@@ -135,16 +135,14 @@ def _cmd_data_status(args) -> int:
 
 
 def _protocol_overrides(items: list[str] | None) -> dict:
-    import yaml
-
-    from .config import ConfigError
+    from .config import ConfigError, parse_value
 
     out = {}
     for kv in items or []:
         if "=" not in kv:
             raise ConfigError(f"--set {kv!r}: expected key=value, e.g. n_runs=10")
         k, v = kv.split("=", 1)
-        value = yaml.safe_load(v)
+        value = parse_value(v)
         out[k.strip()] = tuple(value) if isinstance(value, list) else value
     return out
 
@@ -343,6 +341,14 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, FileNotFoundError, ValueError) as err:
         print(f"ctbench: error: {err}", file=sys.stderr)
         return 2
+    except RuntimeError as err:  # a diverged training run, a failed book build: reported, nothing saved
+        from .report.book import BookBuildError
+        from .training import TrainingDivergedError
+
+        if isinstance(err, (TrainingDivergedError, BookBuildError)):
+            print(f"ctbench: error: {err}", file=sys.stderr)
+            return 1
+        raise
 
 
 if __name__ == "__main__":

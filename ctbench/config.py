@@ -85,12 +85,25 @@ def resolve_train_config(given: dict[str, Any] | None = None) -> dict[str, Any]:
     return cfg
 
 
+def parse_value(raw: str) -> Any:
+    """A command-line value as YAML, with numbers such as ``1e-3`` read as floats (YAML 1.1 reads them as text)."""
+    value = yaml.safe_load(raw)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if isinstance(value, list):
+        return [parse_value(str(v)) if isinstance(v, str) else v for v in value]
+    return value
+
+
 def set_dotted(cfg: dict[str, Any], assignment: str) -> None:
     """Apply ``key.sub=value`` (value parsed as YAML) to ``cfg`` in place; used by ``--set`` on the CLI."""
     if "=" not in assignment:
         raise ConfigError(f"--set {assignment!r}: expected key=value, e.g. training.epochs=10")
     key, raw = assignment.split("=", 1)
-    value = yaml.safe_load(raw)
+    value = parse_value(raw)
     node = cfg
     parts = key.strip().split(".")
     for p in parts[:-1]:

@@ -66,3 +66,14 @@ def test_cli_train_generate(tmp_path, capsys):
     assert list(cf.columns[:4]) == ["target", "mature", "steps", "prob_target"] and len(cf) == 4
     assert main(["train", "--config", str(cfg), "--out", str(out), "--set", "training.epoch=1"]) == 2
     assert "unknown key" in capsys.readouterr().err
+
+
+def test_cli_numbers_in_overrides_and_divergence_saves_nothing(tmp_path, capsys):
+    from ctbench.config import parse_value
+
+    assert parse_value("1e-3") == 0.001 and parse_value("[1e-1, 5]") == [0.1, 5] and parse_value("ecco") == "ecco"
+    out = tmp_path / "m.pt"
+    rc = main(["train", "--out", str(out), "--set", "training.epochs=2", "--set", "objective.lambda_div=1e300",
+               "--set", "objective.lambda_reg=1e300", "--quiet"])
+    assert rc == 1 and "non-finite loss" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # no model, no sidecar, no temp file

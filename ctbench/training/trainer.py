@@ -182,10 +182,10 @@ def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
             loss, parts = objective(model, X[sel], y[sel], cf.groups[i] if cf is not None else None)
             if not bool(torch.isfinite(loss)):
                 nonfinite += 1
-                detail = ", ".join(f"{k}={float(v):.4g}" for k, v in parts.items())
+                detail = ", ".join(f"{k}={float(v.detach()):.4g}" for k, v in parts.items())
                 if nonfinite > params.max_nonfinite_batches:
                     raise TrainingDivergedError(
-                        f"non-finite loss {float(loss)} at epoch {epoch}, batch {i + 1} ({detail}); "
+                        f"non-finite loss {float(loss.detach())} at epoch {epoch}, batch {i + 1} ({detail}); "
                         f"{nonfinite} non-finite batch(es) in total exceed training.max_nonfinite_batches="
                         f"{params.max_nonfinite_batches}. Lower the learning rate or the penalty strengths.")
                 warnings.warn(f"skipping non-finite loss at epoch {epoch}, batch {i + 1} ({detail})",
