@@ -94,6 +94,20 @@ def run_evaluate(model_specs: list[str], out: str | Path, *, protocol_overrides:
     return df
 
 
+def _per_model(models: dict[str, TrainedModel], data: Any, experiment: str, frame_of) -> pd.DataFrame:
+    """``frame_of(model)`` for every model on the test split, tagged with dataset, experiment, model, objective."""
+    frames = []
+    for name, m in models.items():
+        f = frame_of(m.model.eval())
+        f.insert(0, "model", name)
+        f.insert(1, "objective", m.meta.get("objective_effective", {}).get("name"))
+        frames.append(f)
+    df = pd.concat(frames, ignore_index=True)
+    df.insert(0, "dataset", data.name)
+    df.insert(1, "experiment", experiment)
+    return df
+
+
 def run_robustness(model_specs: list[str], out: str | Path, *, eps_grid: list[float] | None = None,
                    seed: int = 0, experiment: str = "") -> pd.DataFrame:
     from .robustness import robustness_curve
@@ -101,15 +115,7 @@ def run_robustness(model_specs: list[str], out: str | Path, *, eps_grid: list[fl
     models, data = load_models(model_specs)
     X = torch.as_tensor(data.X_test)
     y = torch.as_tensor(data.y_test)
-    frames = []
-    for name, m in models.items():
-        curve = robustness_curve(m.model.eval(), X, y, eps_grid=eps_grid, seed=seed)
-        curve.insert(0, "model", name)
-        curve.insert(1, "objective", m.meta.get("objective_effective", {}).get("name"))
-        frames.append(curve)
-    df = pd.concat(frames, ignore_index=True)
-    df.insert(0, "dataset", data.name)
-    df.insert(1, "experiment", experiment)
+    df = _per_model(models, data, experiment, lambda m: robustness_curve(m, X, y, eps_grid=eps_grid, seed=seed))
     sidecar = {"kind": "robustness", "dataset": data.name, "experiment": experiment, "seed": seed,
                "models": _model_meta(models), "fidelity": next(iter(models.values())).fidelity.to_dict(),
                "provenance": provenance()}
@@ -127,16 +133,8 @@ def run_attribution(model_specs: list[str], out: str | Path, *, n_rounds: int = 
         raise ValueError(f"dataset {data.name!r} has no protected features to attribute")
     X = torch.as_tensor(data.X_test)
     y = torch.as_tensor(data.y_test)
-    frames = []
-    for name, m in models.items():
-        r = ig_rounds(m.model.eval(), X, y, data.protected, n_rounds=n_rounds, n_samples=n_samples, seed=seed,
-                      steps=steps)
-        r.insert(0, "model", name)
-        r.insert(1, "objective", m.meta.get("objective_effective", {}).get("name"))
-        frames.append(r)
-    df = pd.concat(frames, ignore_index=True)
-    df.insert(0, "dataset", data.name)
-    df.insert(1, "experiment", experiment)
+    df = _per_model(models, data, experiment, lambda m: ig_rounds(
+        m, X, y, data.protected, n_rounds=n_rounds, n_samples=n_samples, seed=seed, steps=steps))
     sidecar = {"kind": "integrated_gradients", "dataset": data.name, "experiment": experiment,
                "n_rounds": n_rounds, "n_samples": n_samples, "steps": steps, "seed": seed,
                "protected": data.protected, "models": _model_meta(models), "provenance": provenance()}
