@@ -11,7 +11,9 @@ the loss is a *sum* over rows, and a row's gradient is that of its own term. Eac
 5. stop the row if softmax(f(x'))[y⁺] ≥ τ (threshold convergence) or after T steps
 
 Subclasses define the penalties (Generic, ECCo) or a latent space (REVISE); SNS-style searches can override
-:meth:`GradientGenerator.direction` and :meth:`GradientGenerator.postprocess`.
+:meth:`GradientGenerator.direction` and :meth:`GradientGenerator.postprocess`. For a plain MLP or linear model in
+feature space, the same search runs without autograd (:mod:`.mlp_search`) when the penalty's gradient is known in
+closed form (:meth:`GradientGenerator.target_logit_grad`, defined by the same class as ``penalty``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..constraints import Constraints
+from .mlp_grad import mlp_layers
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class GradientGenerator:
 
     name = "gradient"
     latent = False  # True: the state lives in another space and ``decode`` maps it to features
+    closed_form = True  # False: always differentiate with autograd (the closed-form path gives the same results)
 
     def __init__(self, step_size: float = 0.1, lambda_cost: float = 0.0, nascent_epsilon: float = 0.3,
                  nascent_inclusive: bool = True, maturity: str = "threshold"):
@@ -114,6 +118,12 @@ class GradientGenerator:
         if self.lambda_cost == 0.0 or not self.latent:
             return torch.zeros(x_cf.shape[0], dtype=x_cf.dtype, device=x_cf.device)
         return self.lambda_cost * (x_cf - x0).abs().sum(1)
+
+    def target_logit_grad(self, target_logit: torch.Tensor, t: int, T: int) -> torch.Tensor | None:
+        """∂penalty/∂f(x')[y⁺] per row (``None``: 0), for feature-space penalties that depend on x' only through
+        the target logit besides the L1 cost. A subclass overriding :meth:`penalty` without it uses autograd.
+        """
+        return None
 
     def encode(self, x: torch.Tensor, rng: torch.Generator | None) -> torch.Tensor:
         return x
@@ -145,9 +155,22 @@ class GradientGenerator:
         if cons.n_features != x.shape[1]:
             raise ValueError(f"constraints are for {cons.n_features} features, factuals have {x.shape[1]}")
         with frozen_parameters(model):
+            layers = self._closed_form_layers(model)
+            if layers is not None:
+                from .mlp_search import search_mlp
+                return search_mlp(self, model, layers, x, target, cons, conv)
             if self.latent:
                 return self._search(model, x, target, cons, conv, generator, fused=False)
             return self._search(model, x, target, cons, conv, generator, fused=True)
+
+    def _closed_form_layers(self, model: nn.Module):
+        if self.latent or not self.closed_form:
+            return None
+        owner = {name: next(c for c in type(self).__mro__ if name in vars(c)) for name in
+                 ("penalty", "target_logit_grad")}
+        if owner["penalty"] is not owner["target_logit_grad"]:
+            return None
+        return mlp_layers(model)
 
     def _search(self, model, x, target, cons, conv, rng, fused):
         B, T = x.shape[0], int(conv.max_iter)

@@ -40,5 +40,12 @@ class ECCoGenerator(GradientGenerator):
         energy = -logits.gather(1, target[:, None]).squeeze(1)
         return pen + (self.lambda_energy * phi) * (energy + self.energy_reg * energy.square())
 
+    def target_logit_grad(self, target_logit, t, T):
+        """∂/∂z of k·(E + c·E²) with E = −z: k·(2c·z − 1), k = λ_egy·φ(t)."""
+        k = self.lambda_energy * energy_multiplier(t, T, self.decay)
+        if k == 0.0:
+            return None
+        return target_logit.mul(2.0 * self.energy_reg * k).sub_(k)
+
 
 __all__ = ["ECCoGenerator", "energy_multiplier"]

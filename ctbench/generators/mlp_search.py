@@ -1,0 +1,152 @@
+"""The feature-space search of :mod:`.base` for plain MLP/linear models, without autograd (same results).
+
+Why: at search sizes the step is bound by passes over the (batch × D) state and autograd overhead, not by FLOPs.
+Here the gradient comes from :mod:`.mlp_grad` (two matrix products per layer), the update
+x' ← x' − ηλ·sign(x' − x) − η·∇ is one ``add`` plus one ``addmm`` into a reused buffer, and:
+
+* the batch is searched in chunks of rows that stay in cache (rows are independent, so this changes nothing);
+* the nascent example is kept lazily: the previous point is copied only for rows that just left the ε-ball;
+* finished rows are recorded at the step they finish and then frozen in place; they are compacted away only
+  once they are a sizeable share of the chunk;
+* a step whose dL/dlogits is not finite is redone with autograd on the model (the reference's NaN → 0 rule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import torch
+import torch.nn.functional as F
+
+from .base import CounterfactualResult, GradientGenerator
+from .mlp_grad import Layers, first_layer_grad, forward
+
+COMPACT_SHARE = 0.25  # compact once this share of a chunk's rows has finished
+CHUNK_FLOATS = 1 << 18  # rows per chunk ≈ this / (D + hidden widths): the working set stays in L2/L3
+
+
+def chunk_rows(n_features: int, layers: Layers) -> int:
+    width = n_features + sum(int(w.shape[-1]) for w, _ in layers[:-1])
+    return max(512, CHUNK_FLOATS // width)
+
+
+def search_mlp(gen: GradientGenerator, model, layers: Layers, x, target, cons, conv, rows: int | None = None):
+    """:meth:`GradientGenerator.search` in feature space for a model with ``mlp_layers(model) == layers``."""
+    n = rows or chunk_rows(x.shape[1], layers)
+    with torch.no_grad():
+        parts = [_search_chunk(gen, model, layers, x[a:a + n], target[a:a + n], cons, conv)
+                 for a in range(0, x.shape[0], n)]
+    if len(parts) == 1:
+        return parts[0]
+    return CounterfactualResult(**{f.name: torch.cat([getattr(p, f.name) for p in parts]) for f in fields(parts[0])})
+
+
+def _autograd_grad(gen, model, cur, x0, y, t, T):
+    with torch.enable_grad():
+        s = cur.detach().requires_grad_(True)
+        logits = model(s)
+        loss = F.cross_entropy(logits, y, reduction="none") + gen.penalty(s, logits, x0, y, t, T)
+        (g,) = torch.autograd.grad(loss.sum(), s)
+    return g
+
+
+def _search_chunk(gen, model, layers, x, target, cons, conv):
+    B, T = x.shape[0], int(conv.max_iter)
+    threshold = conv.kind == "threshold"
+    lenient = not threshold or gen.maturity != "threshold"
+    eps, eta, lam = gen.nascent_epsilon, gen.step_size, gen.lambda_cost
+    codes = cons.codes(x.device)
+    lo, hi = cons.row_bounds(x, codes)
+    per_row_bounds = lo is not None and lo.ndim == 2
+    plain = (type(gen).direction is GradientGenerator.direction and codes is None and not cons.categorical_groups
+             and type(gen).postprocess is GradientGenerator.postprocess)
+    w1 = layers[0][0].t()  # (H, D): ∇ₓ = (dL/dh₁) @ w1
+
+    out_cf, out_nascent = x.clone(), x.clone()
+    out_steps = torch.zeros(B, dtype=torch.long, device=x.device)
+    out_prob = torch.zeros(B, dtype=x.dtype, device=x.device)
+    out_mature = torch.zeros(B, dtype=torch.bool, device=x.device)
+    initially_valid = torch.zeros(B, dtype=torch.bool, device=x.device)
+
+    idx = torch.arange(B, device=x.device)  # chunk row of each row still in the tensors below
+    x0, y = x, target[None]  # y: (1, n), as the class-major logits (K, n)
+    cur, prev = x.clone(), None  # path points t and t − 1 (separate buffers: prev is reused for t + 1)
+    inside = torch.ones(B, dtype=torch.bool, device=x.device)  # point t lies in the ball (point 0 = factual)
+    nascent = x.clone()  # for rows outside the ball: the last path point inside it
+    diff, sgn = torch.empty_like(x), torch.empty_like(x)  # x' − x (then |x' − x|), sign(x' − x)
+    dead = None  # finished rows not yet compacted away (frozen)
+    t = 0
+    while True:
+        logits, acts = forward(cur, layers)
+        coef = gen.target_logit_grad(logits.gather(0, y), t, T)
+        dz = torch.softmax(logits, 0)  # becomes dL/dlogits: softmax − onehot + ∂pen/∂logit[y⁺]
+        p = dz.gather(0, y)
+        dz.scatter_add_(0, y, coef - 1.0 if coef is not None else torch.full_like(p, -1.0))
+        p = p[0]
+        if t > 0:
+            torch.sub(cur, x0, out=diff)
+            if lam != 0.0:
+                torch.sign(diff, out=sgn)
+            dist = diff.abs_().amax(1)
+            now_in = (dist <= eps) if gen.nascent_inclusive else (dist < eps)
+            left = inside > now_in
+            if bool(left.any()):
+                left = left.nonzero()[:, 0]
+                nascent[left] = prev[left]
+            inside = now_in
+        if threshold:
+            passed = p >= conv.tau
+            if t == 0:
+                initially_valid[idx] = passed
+            finish = passed if t < T else torch.ones_like(passed)
+        else:
+            finish = None if t < T else torch.ones_like(inside)
+        if finish is not None and dead is not None:
+            finish = finish > dead
+        if finish is not None and bool(finish.any()):
+            rows, done = idx[finish], cur[finish]
+            out_cf[rows] = done
+            out_nascent[rows] = torch.where(inside[finish, None], done, nascent[finish])
+            out_steps[rows] = t
+            out_prob[rows] = p[finish]
+            out_mature[rows] = True if lenient else passed[finish]
+            dead = finish if dead is None else dead | finish
+            n_dead = int(dead.sum())
+            if n_dead == dead.shape[0]:
+                break
+            if n_dead >= COMPACT_SHARE * dead.shape[0]:
+                keep = ~dead
+                cur, x0, idx, nascent, inside, sgn = (v[keep] for v in (cur, x0, idx, nascent, inside, sgn))
+                y, dz, diff = y[:, keep], dz[:, keep], torch.empty_like(cur)
+                acts = [a[keep] for a in acts]
+                if per_row_bounds:
+                    lo, hi = lo[keep], hi[keep]
+                prev, dead = None, None
+
+        finite = bool(torch.isfinite(dz.sum()))  # NaN or ±inf anywhere (or an overflowing sum: autograd then)
+        l1 = lam != 0.0 and t > 0  # at t = 0, x' = x and sign(0) = 0
+        if plain and finite:
+            nxt = prev if prev is not None and prev.shape == cur.shape else torch.empty_like(cur)
+            h1 = first_layer_grad(dz, layers, acts)
+            if l1:
+                torch.add(cur, sgn, alpha=-eta * lam, out=nxt)
+                nxt.addmm_(h1, w1, alpha=-eta)
+            else:
+                torch.addmm(cur, h1, w1, alpha=-eta, out=nxt)
+            if lo is not None:
+                nxt.clamp_(lo, hi)
+        else:
+            grad = (first_layer_grad(dz, layers, acts) @ w1 if finite
+                    else _autograd_grad(gen, model, cur, x0, y[0], t, T))
+            if l1:
+                grad = grad.add_(sgn, alpha=lam)
+            delta = gen.direction(grad)
+            if not finite:
+                delta = torch.nan_to_num(delta, nan=0.0, posinf=float("inf"), neginf=float("-inf"))
+            nxt = gen.postprocess(cur + cons.mask_update(delta, codes), x0, cons, codes, lo, hi)
+        if dead is not None:
+            nxt[dead] = cur[dead]
+        prev, cur = cur, nxt
+        t += 1
+
+    return CounterfactualResult(x, target, out_cf, out_nascent, out_mature, out_steps, out_prob, initially_valid)
