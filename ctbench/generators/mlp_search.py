@@ -2,7 +2,7 @@
 
 Why: at search sizes the step is bound by passes over the (batch × D) state and autograd overhead, not by FLOPs.
 Here the gradient comes from :mod:`.mlp_grad` (two matrix products per layer), the update
-x' ← x' − ηλ·sign(x' − x) − η·∇ is one ``add`` plus one ``addmm`` into a reused buffer, and:
+x' ← x' − η·(∇ + λ·sign(x' − x)) is one ``addmm`` and one ``add`` into reused buffers, and:
 
 * the batch is searched in chunks of rows that stay in cache (rows are independent, so this changes nothing);
 * the nascent example is kept lazily: the previous point is copied only for rows that just left the ε-ball;
@@ -13,8 +13,6 @@ x' ← x' − ηλ·sign(x' − x) − η·∇ is one ``add`` plus one ``addmm``
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 import torch
 import torch.nn.functional as F
 
@@ -22,23 +20,28 @@ from .base import CounterfactualResult, GradientGenerator
 from .mlp_grad import Layers, first_layer_grad, forward
 
 COMPACT_SHARE = 0.25  # compact once this share of a chunk's rows has finished
-CHUNK_FLOATS = 1 << 18  # rows per chunk ≈ this / (D + hidden widths): the working set stays in L2/L3
+CHUNK_FLOATS = 3 << 18  # at most this / (D + hidden widths) rows per chunk: the working set stays in cache
 
 
-def chunk_rows(n_features: int, layers: Layers) -> int:
+def chunk_rows(n: int, n_features: int, layers: Layers) -> int:
+    """Rows per chunk: as even as possible, at most ``CHUNK_FLOATS / width`` (at least 256)."""
     width = n_features + sum(int(w.shape[-1]) for w, _ in layers[:-1])
-    return max(512, CHUNK_FLOATS // width)
+    chunks = -(-n // max(256, CHUNK_FLOATS // width))
+    return max(1, -(-n // chunks))
 
 
 def search_mlp(gen: GradientGenerator, model, layers: Layers, x, target, cons, conv, rows: int | None = None):
     """:meth:`GradientGenerator.search` in feature space for a model with ``mlp_layers(model) == layers``."""
-    n = rows or chunk_rows(x.shape[1], layers)
+    B = x.shape[0]
+    zeros = [torch.zeros(B, dtype=d, device=x.device) for d in (torch.bool, torch.long, x.dtype, torch.bool)]
+    res = CounterfactualResult(x, target, torch.empty_like(x), torch.empty_like(x), *zeros)
+    n = rows or chunk_rows(B, x.shape[1], layers)
+    work = [torch.empty((min(n, B), x.shape[1]), dtype=x.dtype, device=x.device) for _ in range(5)]
     with torch.no_grad():
-        parts = [_search_chunk(gen, model, layers, x[a:a + n], target[a:a + n], cons, conv)
-                 for a in range(0, x.shape[0], n)]
-    if len(parts) == 1:
-        return parts[0]
-    return CounterfactualResult(**{f.name: torch.cat([getattr(p, f.name) for p in parts]) for f in fields(parts[0])})
+        for a in range(0, B, n):
+            part = res.select(slice(a, a + n))  # views: the chunk writes its rows of ``res``
+            _search_chunk(gen, model, layers, part, cons, conv, [w[:part.factual.shape[0]] for w in work])
+    return res
 
 
 def _autograd_grad(gen, model, cur, x0, y, t, T):
@@ -50,7 +53,8 @@ def _autograd_grad(gen, model, cur, x0, y, t, T):
     return g
 
 
-def _search_chunk(gen, model, layers, x, target, cons, conv):
+def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, work: list[torch.Tensor]):
+    x, target = res.factual, res.target
     B, T = x.shape[0], int(conv.max_iter)
     threshold = conv.kind == "threshold"
     lenient = not threshold or gen.maturity != "threshold"
@@ -62,18 +66,16 @@ def _search_chunk(gen, model, layers, x, target, cons, conv):
              and type(gen).postprocess is GradientGenerator.postprocess)
     w1 = layers[0][0].t()  # (H, D): ∇ₓ = (dL/dh₁) @ w1
 
-    out_cf, out_nascent = x.clone(), x.clone()
-    out_steps = torch.zeros(B, dtype=torch.long, device=x.device)
-    out_prob = torch.zeros(B, dtype=x.dtype, device=x.device)
-    out_mature = torch.zeros(B, dtype=torch.bool, device=x.device)
-    initially_valid = torch.zeros(B, dtype=torch.bool, device=x.device)
+    out_cf, out_nascent, out_mature, out_steps = res.counterfactual, res.nascent, res.mature, res.steps
+    out_prob, initially_valid = res.prob_target, res.initially_valid
 
     idx = torch.arange(B, device=x.device)  # chunk row of each row still in the tensors below
     x0, y = x, target[None]  # y: (1, n), as the class-major logits (K, n)
-    cur, prev = x.clone(), None  # path points t and t − 1 (separate buffers: prev is reused for t + 1)
+    # path points t and t − 1 (prev's buffer takes point t + 1); for rows outside the ε-ball, the last path point
+    # inside it; x' − x (then |x' − x|); sign(x' − x)
+    cur, prev, nascent, diff, sgn = work
+    cur.copy_(x)
     inside = torch.ones(B, dtype=torch.bool, device=x.device)  # point t lies in the ball (point 0 = factual)
-    nascent = x.clone()  # for rows outside the ball: the last path point inside it
-    diff, sgn = torch.empty_like(x), torch.empty_like(x)  # x' − x (then |x' − x|), sign(x' − x)
     dead = None  # finished rows not yet compacted away (frozen)
     t = 0
     while True:
@@ -128,9 +130,8 @@ def _search_chunk(gen, model, layers, x, target, cons, conv):
         if plain and finite:
             nxt = prev if prev is not None and prev.shape == cur.shape else torch.empty_like(cur)
             h1 = first_layer_grad(dz, layers, acts)
-            if l1:
-                torch.add(cur, sgn, alpha=-eta * lam, out=nxt)
-                nxt.addmm_(h1, w1, alpha=-eta)
+            if l1:  # x' − η·(∇ + λ·sign), rounded in the order of the autograd path
+                torch.add(cur, sgn.addmm_(h1, w1, beta=lam), alpha=-eta, out=nxt)
             else:
                 torch.addmm(cur, h1, w1, alpha=-eta, out=nxt)
             if lo is not None:
@@ -148,5 +149,3 @@ def _search_chunk(gen, model, layers, x, target, cons, conv):
             nxt[dead] = cur[dead]
         prev, cur = cur, nxt
         t += 1
-
-    return CounterfactualResult(x, target, out_cf, out_nascent, out_mature, out_steps, out_prob, initially_valid)
