@@ -1,10 +1,10 @@
 """Search throughput, old vs new, side by side in one process: ``python benchmarks/search_speed.py [--rev REV]``.
 
-The old search is the ECCo generator of ``ctbench/generators/{base,ecco}.py`` at git revision REV (default 1c062fe,
-before the closed-form MLP path), loaded from ``git show`` into a throw-away module; the new one is the working
-tree's. Settings are those of ``ctbench.bench.search_throughput`` (ECCo, λ_cst 0.001, λ_egy 5, MLP 32, T = 30,
-max_iter). Runs alternate old/new and the best of N is kept, because the machine may be shared. Each pair is also
-checked to give the same counterfactuals (float32 round-off).
+The old search is the ECCo generator of ``ctbench/generators/`` at git revision REV (default 1c062fe, before the
+closed-form MLP path), loaded from ``git show`` into throw-away modules; the new one is the working tree's.
+Settings are those of ``ctbench.bench.search_throughput`` (ECCo, λ_cst 0.001, λ_egy 5, MLP 32, T = 30, max_iter).
+Runs alternate old/new and the best of N is kept, because the machine may be shared. Each pair is also checked to
+give the same counterfactuals (up to float32 round-off).
 """
 
 from __future__ import annotations
@@ -29,12 +29,17 @@ SIZES = [(12, 2, [1_000, 4_000, 16_000, 64_000]), (108, 2, [1_000, 4_000, 16_000
 
 
 def old_ecco(rev: str):
-    """ECCoGenerator class as of ``rev`` (its own base.py; everything else is the working tree's)."""
+    """ECCoGenerator class as of ``rev``: its generators/{base,ecco,mlp_grad,mlp_search}.py (those that exist there)
+    in throw-away modules; everything else is the working tree's."""
+    names = [n for n in ("mlp_grad", "base", "mlp_search", "ecco")
+             if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}:ctbench/generators/{n}.py"],
+                               capture_output=True).returncode == 0]
     mods = {}
-    for name in ("base", "ecco"):
+    for name in names:
         src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:ctbench/generators/{name}.py"],
                              check=True, capture_output=True, text=True).stdout
-        src = src.replace("from .base import", "from ._old_base import")
+        for other in names:
+            src = src.replace(f"from .{other} import", f"from ._old_{other} import")
         full = f"ctbench.generators._old_{name}"
         spec = importlib.util.spec_from_loader(full, loader=None)
         mod = importlib.util.module_from_spec(spec)
