@@ -13,6 +13,8 @@ x' ← x' − η·(∇ + λ·sign(x' − x)) is one ``addmm`` and one ``add`` in
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -36,7 +38,7 @@ def search_mlp(gen: GradientGenerator, model, layers: Layers, x, target, cons, c
     zeros = [torch.zeros(B, dtype=d, device=x.device) for d in (torch.bool, torch.long, x.dtype, torch.bool)]
     res = CounterfactualResult(x, target, torch.empty_like(x), torch.empty_like(x), *zeros)
     n = rows or chunk_rows(B, x.shape[1], layers)
-    work = [torch.empty((min(n, B), x.shape[1]), dtype=x.dtype, device=x.device) for _ in range(5)]
+    work = [torch.empty((min(n, B), x.shape[1]), dtype=x.dtype, device=x.device) for _ in range(4)]
     with torch.no_grad():
         for a in range(0, B, n):
             part = res.select(slice(a, a + n))  # views: the chunk writes its rows of ``res``
@@ -65,36 +67,37 @@ def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, wor
     plain = (type(gen).direction is GradientGenerator.direction and codes is None and not cons.categorical_groups
              and type(gen).postprocess is GradientGenerator.postprocess)
     w1 = layers[0][0].t()  # (H, D): ∇ₓ = (dL/dh₁) @ w1
+    penalised = type(gen).target_logit_grad is not GradientGenerator.target_logit_grad
+    minus_one = torch.full((1, 1), -1.0, dtype=x.dtype, device=x.device)
 
     out_cf, out_nascent, out_mature, out_steps = res.counterfactual, res.nascent, res.mature, res.steps
     out_prob, initially_valid = res.prob_target, res.initially_valid
 
     idx = torch.arange(B, device=x.device)  # chunk row of each row still in the tensors below
     x0, y = x, target[None]  # y: (1, n), as the class-major logits (K, n)
-    # path points t and t − 1 (prev's buffer takes point t + 1); for rows outside the ε-ball, the last path point
-    # inside it; x' − x (then |x' − x|); sign(x' − x)
-    cur, prev, nascent, diff, sgn = work
-    cur.copy_(x)
+    # path points t and t − 1 (point 0 is x itself; point t + 1 goes to a buffer that is neither), x' − x (then
+    # |x' − x|), sign(x' − x). A row's nascent example is written to the output when it leaves the ball.
+    cur, prev = x, None
+    bufs, diff, sgn = work[:2], work[2], work[3]
     inside = torch.ones(B, dtype=torch.bool, device=x.device)  # point t lies in the ball (point 0 = factual)
     dead = None  # finished rows not yet compacted away (frozen)
     t = 0
     while True:
         logits, acts = forward(cur, layers)
-        coef = gen.target_logit_grad(logits.gather(0, y), t, T)
+        coef = gen.target_logit_grad(logits.gather(0, y), t, T) if penalised else None
         dz = torch.softmax(logits, 0)  # becomes dL/dlogits: softmax − onehot + ∂pen/∂logit[y⁺]
-        p = dz.gather(0, y)
-        dz.scatter_add_(0, y, coef - 1.0 if coef is not None else torch.full_like(p, -1.0))
-        p = p[0]
+        p = dz.gather(0, y)[0] if threshold or t >= T else None
+        dz.scatter_add_(0, y, coef - 1.0 if coef is not None else minus_one.expand(y.shape))
         if t > 0:
             torch.sub(cur, x0, out=diff)
             if lam != 0.0:
                 torch.sign(diff, out=sgn)
             dist = diff.abs_().amax(1)
             now_in = (dist <= eps) if gen.nascent_inclusive else (dist < eps)
-            left = inside > now_in
+            left = inside > now_in if dead is None else (inside > now_in) > dead  # frozen rows keep their outputs
             if bool(left.any()):
                 left = left.nonzero()[:, 0]
-                nascent[left] = prev[left]
+                out_nascent[idx[left]] = prev[left]
             inside = now_in
         if threshold:
             passed = p >= conv.tau
@@ -108,7 +111,8 @@ def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, wor
         if finish is not None and bool(finish.any()):
             rows, done = idx[finish], cur[finish]
             out_cf[rows] = done
-            out_nascent[rows] = torch.where(inside[finish, None], done, nascent[finish])
+            fin_in = finish & inside
+            out_nascent[idx[fin_in]] = cur[fin_in]
             out_steps[rows] = t
             out_prob[rows] = p[finish]
             out_mature[rows] = True if lenient else passed[finish]
@@ -118,17 +122,19 @@ def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, wor
                 break
             if n_dead >= COMPACT_SHARE * dead.shape[0]:
                 keep = ~dead
-                cur, x0, idx, nascent, inside, sgn = (v[keep] for v in (cur, x0, idx, nascent, inside, sgn))
+                cur, x0, idx, inside, sgn = (v[keep] for v in (cur, x0, idx, inside, sgn))
                 y, dz, diff = y[:, keep], dz[:, keep], torch.empty_like(cur)
                 acts = [a[keep] for a in acts]
                 if per_row_bounds:
                     lo, hi = lo[keep], hi[keep]
                 prev, dead = None, None
 
-        finite = bool(torch.isfinite(dz.sum()))  # NaN or ±inf anywhere (or an overflowing sum: autograd then)
+        finite = math.isfinite(dz.sum().item())  # NaN or ±inf anywhere (or an overflowing sum: autograd then)
         l1 = lam != 0.0 and t > 0  # at t = 0, x' = x and sign(0) = 0
         if plain and finite:
-            nxt = prev if prev is not None and prev.shape == cur.shape else torch.empty_like(cur)
+            nxt = next((b for b in (prev, *bufs) if b is not None and b is not cur and b is not x
+                        and b.shape == cur.shape), None)
+            nxt = torch.empty_like(cur) if nxt is None else nxt
             h1 = first_layer_grad(dz, layers, acts)
             if l1:  # x' − η·(∇ + λ·sign), rounded in the order of the autograd path
                 torch.add(cur, sgn.addmm_(h1, w1, beta=lam), alpha=-eta, out=nxt)
