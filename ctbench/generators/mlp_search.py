@@ -13,7 +13,9 @@ x' ← x' − η·(∇ + λ·sign(x' − x)) is one ``addmm`` and one ``add`` in
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 
 import torch
 import torch.nn.functional as F
@@ -21,14 +23,17 @@ import torch.nn.functional as F
 from .base import CounterfactualResult, GradientGenerator
 from .mlp_grad import Layers, first_layer_grad, forward
 
+_CACHE_BYTES = 64 << 20  # a CPU workspace up to this size is kept for the next call
+_cache: dict = {}
+_cache_lock = threading.Lock()
 COMPACT_SHARE = 0.25  # compact once this share of a chunk's rows has finished
 CHUNK_FLOATS = 3 << 18  # at most this / (D + hidden widths) rows per chunk: the working set stays in cache
 
 
 def chunk_rows(n: int, n_features: int, layers: Layers) -> int:
-    """Rows per chunk: as even as possible, at most ``CHUNK_FLOATS / width`` (at least 256)."""
+    """Rows per chunk: as even as possible, at most ``CHUNK_FLOATS / width`` but at least 1024 (per-step overhead)."""
     width = n_features + sum(int(w.shape[-1]) for w, _ in layers[:-1])
-    chunks = -(-n // max(256, CHUNK_FLOATS // width))
+    chunks = -(-n // max(1024, CHUNK_FLOATS // width))
     return max(1, -(-n // chunks))
 
 
@@ -38,12 +43,30 @@ def search_mlp(gen: GradientGenerator, model, layers: Layers, x, target, cons, c
     zeros = [torch.zeros(B, dtype=d, device=x.device) for d in (torch.bool, torch.long, x.dtype, torch.bool)]
     res = CounterfactualResult(x, target, torch.empty_like(x), torch.empty_like(x), *zeros)
     n = rows or chunk_rows(B, x.shape[1], layers)
-    work = [torch.empty((min(n, B), x.shape[1]), dtype=x.dtype, device=x.device) for _ in range(4)]
-    with torch.no_grad():
+    with torch.no_grad(), _workspace(min(n, B), x) as work:
         for a in range(0, B, n):
             part = res.select(slice(a, a + n))  # views: the chunk writes its rows of ``res``
             _search_chunk(gen, model, layers, part, cons, conv, [w[:part.factual.shape[0]] for w in work])
     return res
+
+
+@contextlib.contextmanager
+def _workspace(rows: int, x: torch.Tensor):
+    """Four (rows, D) buffers; on CPU reused from call to call (fresh memory costs a page fault per 4 KiB, ~10% of
+    a 1k-row search), except in concurrent calls."""
+    shape = (rows, x.shape[1])
+    small = 4 * x.element_size() * rows * x.shape[1] <= _CACHE_BYTES
+    if x.device.type != "cpu" or not small or not _cache_lock.acquire(blocking=False):
+        yield [torch.empty(shape, dtype=x.dtype, device=x.device) for _ in range(4)]
+        return
+    try:
+        bufs = _cache.get("work")
+        if bufs is None or bufs[0].dtype != x.dtype or bufs[0].shape[1] != shape[1] or bufs[0].shape[0] < rows:
+            _cache.clear()
+            bufs = _cache["work"] = [torch.empty(shape, dtype=x.dtype) for _ in range(4)]
+        yield [b[:rows] for b in bufs]
+    finally:
+        _cache_lock.release()
 
 
 def _autograd_grad(gen, model, cur, x0, y, t, T):
