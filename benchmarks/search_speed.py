@@ -2,7 +2,8 @@
 
 The old search is the ECCo generator of ``ctbench/generators/`` at git revision REV (default 1c062fe, before the
 closed-form MLP path), loaded from ``git show`` into throw-away modules; the new one is the working tree's.
-Settings are those of ``ctbench.bench.search_throughput`` (ECCo, λ_cst 0.001, λ_egy 5, MLP 32, T = 30, max_iter).
+Settings are those of ``ctbench.bench.search_throughput`` (ECCo, λ_cst 0.001, λ_egy 5, MLP 32, T = 30, max_iter;
+one threshold row, τ = 0.75).
 Runs alternate old/new and the best of N is kept, because the machine may be shared. Each pair is also checked to
 give the same counterfactuals (up to float32 round-off).
 """
@@ -25,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 from ctbench.generators import Convergence, make_generator  # noqa: E402
 from ctbench.models import build_model  # noqa: E402
 
-SIZES = [(12, 2, [1_000, 4_000, 16_000, 64_000]), (108, 2, [1_000, 4_000, 16_000, 64_000]), (784, 10, [1_000, 4_000])]
+SIZES = [(12, 2, [1_000, 4_000, 16_000, 64_000], "max_iter"), (108, 2, [1_000, 4_000, 16_000, 64_000], "max_iter"),
+         (784, 10, [1_000, 4_000], "max_iter"), (108, 2, [64_000], "threshold")]
 
 
 def old_ecco(rev: str):
@@ -61,10 +63,10 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     new = make_generator({"type": "ecco", "lambda_cost": 0.001, "lambda_energy": 5.0})
     old = old_ecco(args.rev)(**{k: v for k, v in new.params().items() if k != "type"})
-    conv = Convergence("max_iter", 0.75, 30)
     load_before = os.getloadavg()
     rows = []
-    for D, K, batches in SIZES:
+    for D, K, batches, kind in SIZES:
+        conv = Convergence(kind, 0.75, 30)
         if args.only and D not in args.only:
             continue
         model = build_model({"type": "mlp"}, D, K, seed=0)
@@ -82,18 +84,19 @@ def main() -> int:
                     res[key] = gen.search(model, x, target, convergence=conv)
                     best[key] = min(best[key], time.perf_counter() - t0)
             diff = float((res["old"].counterfactual - res["new"].counterfactual).abs().max())
-            rows.append((D, K, B, B / best["old"], B / best["new"], diff))
-            print(f"D={D} K={K} batch={B}: old {B / best['old']:,.0f}/s new {B / best['new']:,.0f}/s "
+            rows.append((D, K, B, kind, B / best["old"], B / best["new"], diff))
+            print(f"D={D} K={K} batch={B} {kind}: old {B / best['old']:,.0f}/s new {B / best['new']:,.0f}/s "
                   f"×{best['old'] / best['new']:.2f} (max |Δ cf| {diff:.1e})", flush=True)
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     lines = [f"# Counterfactual search throughput: {args.rev} (old) vs working tree (new)", "",
-             f"ECCo, λ_cst 0.001, λ_egy 5, MLP 32, T = 30 (max_iter), {args.threads} torch threads, "
+             f"ECCo, λ_cst 0.001, λ_egy 5, MLP 32, T = 30 (τ = 0.75 for threshold), {args.threads} torch threads, "
              f"best of {args.rounds} alternating rounds, torch {torch.__version__}.", "",
              f"Load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; "
              f"`uptime` after: {uptime}", "",
-             "| D | K | batch | old CF/s | new CF/s | new/old | max abs Δ counterfactual |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {D} | {K} | {B:,} | {o:,.0f} | {n:,.0f} | {n / o:.2f} | {d:.1e} |" for D, K, B, o, n, d in rows]
+             "| D | K | batch | convergence | old CF/s | new CF/s | new/old | max abs Δ counterfactual |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {D} | {K} | {B:,} | {c} | {o:,.0f} | {n:,.0f} | {n / o:.2f} | {d:.1e} |"
+              for D, K, B, c, o, n, d in rows]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
