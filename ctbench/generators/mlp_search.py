@@ -33,7 +33,7 @@ CHUNK_FLOATS = 3 << 18  # at most this / (D + hidden widths) rows per chunk: the
 def chunk_rows(n: int, n_features: int, layers: Layers) -> int:
     """Rows per chunk: as even as possible, at most ``CHUNK_FLOATS / width`` but at least 1024 (per-step overhead)."""
     width = n_features + sum(int(w.shape[-1]) for w, _ in layers[:-1])
-    chunks = -(-n // max(1024, CHUNK_FLOATS // width))
+    chunks = max(1, -(-n // max(1024, CHUNK_FLOATS // width)))
     return max(1, -(-n // chunks))
 
 
