@@ -225,6 +225,15 @@ class Workflow:
     def train_config_json(self, experiment: str, dataset: str, objective: str, seed: int) -> str:
         return json.dumps(self.train_config(experiment, dataset, objective, seed), sort_keys=True)
 
+    def train_args(self, experiment: str, dataset: str, objective: str, outputs: list[str]) -> str:
+        """``--config-json C --out M.pt`` for every seed of a final model: one ``ctbench train`` call trains them
+        all as one population. ``outputs`` are the rule's output files, in the order of :attr:`seeds`."""
+        outputs = list(outputs)
+        if len(outputs) != len(self.seeds):
+            raise ValueError(f"{len(outputs)} outputs for {len(self.seeds)} seeds")
+        return " ".join(f"--config-json {shlex.quote(self.train_config_json(experiment, dataset, objective, s))} "
+                        f"--out {shlex.quote(str(out))}" for s, out in zip(self.seeds, outputs, strict=True))
+
     def data_params_json(self, dataset: str) -> str:
         return json.dumps((self.config.get("data_params") or {}).get(dataset, {}), sort_keys=True)
 
