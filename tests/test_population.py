@@ -4,6 +4,8 @@ The reference for every check is the single-model code path (``GradientGenerator
 run in float64 so that agreement can be asserted to round-off.
 """
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -95,10 +97,44 @@ def test_population_search_equals_single_searches(with_constraints):
         assert not res.counterfactual.requires_grad
 
 
+def test_revise_population_search_equals_single_searches_with_each_members_random_stream():
+    from ctbench.generators.population import LatentSpace
+
+    models, _, _, cons, x, target, st = _search_case(True)
+    vae = VAE(4, 2, 8, seed=0)
+    vae.fit(x.reshape(-1, 4).float(), epochs=2, batch_size=50, seed=0)
+    vae.double()
+    gens = [make_generator({"type": "revise", "lambda_cost": c}, vae=vae) for c in (0.0, 0.01, 0.1)]
+    convs = [Convergence("threshold", 0.75, 15), Convergence("threshold", 0.6, 9), Convergence("max_iter", 0.5, 5)]
+    rngs = [torch.Generator().manual_seed(10 + g) for g in range(3)]
+    res = population_search(st, x, target, MemberSearchSettings.build(gens, convs, dtype=F64), cons,
+                            latent=LatentSpace(vae, rngs))
+    for g in range(3):
+        ref = gens[g].search(models[g], x[g], target[g], cons, convs[g], torch.Generator().manual_seed(10 + g))
+        torch.testing.assert_close(res.counterfactual[g], ref.counterfactual, rtol=0, atol=1e-10)
+        torch.testing.assert_close(res.nascent[g], ref.nascent, rtol=0, atol=1e-10)
+        assert torch.equal(res.steps[g], ref.steps) and torch.equal(res.mature[g], ref.mature)
+        # the member's stream was consumed exactly as the single search consumed its own
+        after = _consumed(gens[g], models[g], x[g], target[g], cons, convs[g], 10 + g)
+        assert torch.equal(torch.rand(3, generator=rngs[g]), torch.rand(3, generator=after))
+    assert torch.equal(res.counterfactual[..., 0], x[..., 0])  # REVISE projects onto the mutability set
+
+
+def _consumed(gen, model, x, target, cons, conv, seed):
+    rng = torch.Generator().manual_seed(seed)
+    gen.search(model, x, target, cons, conv, rng)
+    return rng
+
+
 def test_search_settings_reject_unbatchable_generators():
-    vae = VAE(3, 2, 4, seed=0)
+    from ctbench.generators.base import GradientGenerator
+
+    class Normalised(GradientGenerator):  # a custom direction hook cannot be batched
+        def direction(self, grad):
+            return -grad / grad.norm(dim=-1, keepdim=True)
+
     with pytest.raises(ValueError, match="cannot be batched"):
-        MemberSearchSettings.build([make_generator({"type": "revise"}, vae=vae)], [Convergence()])
+        MemberSearchSettings.build([Normalised()], [Convergence()])
 
 
 def _data(n=240, D=3, seed=0):
@@ -120,8 +156,7 @@ def _member(seed, objective="full", *, gen="ecco", tau=0.75, T=10, nce=40, lr=1e
 def _single(member, X, y, **kw):
     m = member
     rows = np.arange(len(X)) if m.rows is None else np.asarray(m.rows)
-    model = build_model({"type": "mlp", "layers": len([p for p in m.model.parameters()]) // 2 - 1}, 3, 2,
-                        seed=m.params.seed).double()
+    model = copy.deepcopy(m.model)  # train_population leaves the members' initial models untouched
     return train(model, X[rows], y[rows], objective=m.objective, generator=m.generator, params=m.params,
                  convergence=m.convergence, dtype=F64, **kw)
 
@@ -183,9 +218,13 @@ def test_members_that_cannot_share_a_program_are_grouped_and_still_exact():
     vae.double()
     revise = _member(4, name="revise")
     revise.generator = make_generator({"type": "revise"}, vae=vae)
-    members = [_member(0), _member(1, batch_size=50), _member(2, epochs=2), revise, _member(5)]
+    revise2 = _member(6, name="revise2", tau=0.9, T=5)
+    revise2.generator = make_generator({"type": "revise", "lambda_cost": 0.01}, vae=vae)
+    lenet_like = _member(8, name="custom")
+    lenet_like.model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).double()
+    members = [_member(0), _member(1, batch_size=50), _member(2, epochs=2), revise, _member(5), revise2, lenet_like]
     results = train_population(members, X, y, dtype=F64)
-    assert [r.population_size for r in results] == [2, 1, 1, 1, 2]
+    assert [r.population_size for r in results] == [2, 1, 1, 2, 2, 2, 1]
     for m, r in zip(members, results, strict=True):
         _assert_same(r, *_single(m, X, y))
 

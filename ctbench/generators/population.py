@@ -5,8 +5,9 @@ Factuals come as (G, n, D): row (g, i) is searched against member g's weights wi
 :meth:`GradientGenerator._search` row by row, so member g's result equals a single-model search with g's weights
 and generator: finished rows are frozen by a mask (and the layout compacted once most rows of every member have
 finished) instead of being dropped one by one, and a row's step never depends on the other rows or members.
-Only feature-space generators whose hooks are the base class's (Generic, ECCo) can be batched this way; REVISE
-draws a fresh latent sample per step from the search's random stream, so it stays with the single-model search.
+Generators whose hooks are the base class's can be batched this way: Generic and ECCo in feature space, and REVISE in
+the latent space of a VAE its members share; REVISE's fresh latent sample per step is drawn from each member's own
+random stream, as many draws in the same order as the single-model search, so its results are the same too.
 """
 
 from __future__ import annotations
@@ -21,13 +22,22 @@ from ..constraints import Constraints
 from .base import Convergence, GradientGenerator
 from .ecco import ECCoGenerator, energy_multiplier
 from .generic import GenericGenerator
+from .revise import REVISEGenerator
 
-#: generators whose search a population can batch (feature space, the base class's direction and postprocess)
-BATCHABLE = (GenericGenerator, ECCoGenerator)
+#: generators whose search a population can batch: the base class's direction and postprocess hooks, in feature
+#: space (Generic, ECCo) or in a VAE's latent space (REVISE, members sharing one VAE)
+BATCHABLE = (GenericGenerator, ECCoGenerator, REVISEGenerator)
 
 
 def batchable(generator: GradientGenerator | None) -> bool:
     return generator is None or type(generator) in BATCHABLE
+
+
+def search_space(generator: GradientGenerator | None) -> tuple:
+    """Members can share a search only if this is equal: feature space, or the same VAE (and projection rule)."""
+    if isinstance(generator, REVISEGenerator):
+        return ("latent", id(generator.vae), generator.enforce_mutability)
+    return ("feature",)
 
 
 @dataclass
@@ -55,6 +65,8 @@ class MemberSearchSettings:
             if type(gen) not in BATCHABLE:
                 raise ValueError(f"member {i}: generator {gen.name!r} cannot be batched over a population "
                                  f"(batchable: {[c.name for c in BATCHABLE]})")
+        if len({search_space(g) for g in generators}) > 1:
+            raise ValueError("members search in different spaces (feature space or different VAEs); split them")
         inclusive = {g.nascent_inclusive for g in generators}
         if len(inclusive) > 1:
             raise ValueError("members disagree on nascent_inclusive (a fidelity switch); split the population")
@@ -110,18 +122,51 @@ def _gather_rows(t: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
 
 def population_search(model, x: torch.Tensor, target: torch.Tensor, settings: MemberSearchSettings,
                       constraints: Constraints | None = None, valid: torch.Tensor | None = None,
-                      compact_below: float = 0.8) -> PopulationSearchResult:
+                      compact_below: float = 0.8, latent: LatentSpace | None = None) -> PopulationSearchResult:
     """Search counterfactuals for factuals ``x`` (G, n, D) towards ``target`` (G, n) with a stacked ``model``.
 
     ``valid`` (G, n) marks real rows when members have fewer factuals than ``n`` (padding is never searched).
     ``compact_below``: drop finished rows from the layout once the busiest member has fewer than this share of the
-    current rows active (a gather; results do not depend on it).
+    current rows active (a gather; results do not depend on it). ``latent``: search in a VAE's latent space
+    (REVISE) with each member's own random stream.
     """
     with torch.no_grad():  # gradients are taken by hand (StackedMLP.input_grad); no autograd graph is needed
-        return _search(model, x.detach(), target, settings, constraints, valid, compact_below)
+        return _search(model, x.detach(), target, settings, constraints, valid, compact_below, latent)
 
 
-def _search(model, x, target, settings, constraints, valid, compact_below):
+@dataclass
+class LatentSpace:
+    """REVISE's search space for a population: the shared VAE, each member's generator of random numbers (the
+    stochastic re-encoding draws from it exactly as the single-model search does) and whether decoded points are
+    projected onto the mutability set."""
+
+    vae: torch.nn.Module
+    rngs: Sequence[torch.Generator]
+    enforce_mutability: bool = True
+
+    def encode(self, x: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        """z ~ q(z | x) for every row; the noise of member g's active rows comes from member g's generator, in
+        row order, as many draws as the single-model search makes."""
+        mu, logsigma = self.vae.encode_params(x)
+        noise = torch.zeros_like(mu)
+        draws = [torch.randn((c, mu.shape[-1]), generator=rng, dtype=mu.dtype, device=rng.device)
+                 for c, rng in zip(active.sum(1).tolist(), self.rngs, strict=True)]
+        noise[active] = torch.cat(draws).to(mu.device)  # boolean indexing is row-major: member by member, in order
+        return mu + logsigma.exp() * noise
+
+    def decode(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Decoded point and the decoder's hidden activation (Dense(L, H, tanh) → Dense(H, D))."""
+        first, last = self.vae.decoder[0], self.vae.decoder[2]
+        a = torch.tanh(F.linear(z, first.weight, first.bias))
+        return F.linear(a, last.weight, last.bias), a
+
+    def grad(self, a: torch.Tensor, dx: torch.Tensor) -> torch.Tensor:
+        """∂L/∂z from ∂L/∂x' back through the decoder (tanh' = 1 − a², autograd's own rule)."""
+        first, last = self.vae.decoder[0], self.vae.decoder[2]
+        return ((dx @ last.weight) * (1 - a.square())) @ first.weight
+
+
+def _search(model, x, target, settings, constraints, valid, compact_below, latent):
     G, n, D = x.shape
     y = target.long()
     dev = x.device
@@ -150,6 +195,7 @@ def _search(model, x, target, settings, constraints, valid, compact_below):
     x0, xcf, nascent = x, x.clone(), x.clone()
     K = model(x[:, :1]).shape[-1]
     onehot = F.one_hot(y, K).to(x.dtype)
+    z = latent.encode(xcf, active) if latent is not None else None
     t = 0
     while bool(active.any()):
         logits, hidden = model.forward_cached(xcf)
@@ -179,31 +225,50 @@ def _search(model, x, target, settings, constraints, valid, compact_below):
                 break
         # ∂/∂logits of CE(logits, y⁺) + λ_egy·φ(t)·(E + r·E²), E = −logit[y⁺]: softmax − onehot, and on the target
         # logit −λ_egy·φ(t)·(1 + 2r·E); then back through the network by hand (StackedMLP.input_grad)
+        if latent is not None:  # the gradient is taken at the decoded latent point, not at the clamped x'
+            cur, dec_hidden = latent.decode(z)
+            logits, hidden = model.forward_cached(cur)
+            e = (logits - logits.amax(-1, keepdim=True)).exp_()
+            prob = e.div_(e.sum(-1, keepdim=True))
         dlogits = prob - onehot
         if any_energy:
             coef = lam_egy * s.phi[:, min(t, s.phi.shape[1] - 1)][:, None]
             energy = -logits.gather(-1, y[..., None]).squeeze(-1)
             dlogits = dlogits - onehot * (coef * (1 + 2 * e_reg * energy))[..., None]
         grad = model.input_grad(hidden, dlogits)  # rows are independent: finished rows need no masking here
+        if latent is not None:
+            if any_cost:  # REVISE's L1 cost is a penalty on the decoded point: its gradient goes through the decoder
+                grad = grad + lam_cost * (cur - x0).sign()
+            grad = latent.grad(dec_hidden, grad)
         m_new = int(active.sum(1).max())
         if m_new < compact_below * active.shape[1]:  # drop finished rows from the layout
             perm = torch.argsort((~active).to(torch.int8), dim=1, stable=True)[:, :m_new]
             grad, xcf, x0, nascent, diff = (_gather_rows(v, perm) for v in (grad, xcf, x0, nascent, diff))
+            if latent is not None:
+                z = _gather_rows(z, perm)
             y, idx, member, active = (v.gather(1, perm) for v in (y, idx, member, active))
             onehot = _gather_rows(onehot, perm)
             if per_row_bounds:
                 lo, hi = _gather_rows(lo, perm), _gather_rows(hi, perm)
-        if any_cost:
+        if any_cost and latent is None:
             grad = grad + lam_cost * diff.sign()
         delta = torch.nan_to_num(grad * -step, nan=0.0, posinf=float("inf"), neginf=float("-inf"))
-        delta = cons.mask_update(delta, codes)
-        xcf = xcf + delta
+        if latent is None:
+            xcf = xcf + cons.mask_update(delta, codes)
+        else:
+            z = z + delta
+            xcf = latent.decode(z)[0]
         if cons.categorical_groups:
             xcf = cons.snap(xcf.reshape(-1, D)).view(xcf.shape)
         if lo is not None:
             xcf = torch.clamp(xcf, lo, hi)
+        if latent is not None:
+            if latent.enforce_mutability:
+                xcf = cons.project(xcf, x0, codes)
+            z = latent.encode(xcf, active)
         t += 1
     return PopulationSearchResult(out_cf, out_nascent, out_mature, out_steps, out_prob, out_init)
 
 
-__all__ = ["BATCHABLE", "MemberSearchSettings", "PopulationSearchResult", "batchable", "population_search"]
+__all__ = ["BATCHABLE", "LatentSpace", "MemberSearchSettings", "PopulationSearchResult", "batchable",
+           "population_search", "search_space"]

@@ -17,6 +17,7 @@ go on. Invalid per-member settings are rejected before any training starts.
 
 from __future__ import annotations
 
+import copy
 import time
 import warnings
 from collections.abc import Sequence
@@ -32,7 +33,7 @@ from torch import nn
 from ..constraints import Constraints
 from ..fidelity import Fidelity, resolve_fidelity
 from ..generators.base import Convergence, GradientGenerator
-from ..generators.population import MemberSearchSettings, batchable, population_search
+from ..generators.population import LatentSpace, MemberSearchSettings, batchable, population_search, search_space
 from ..stacked import StackedMLP, architecture, stackable
 from .objectives import Objective
 from .trainer import TrainingDivergedError, TrainParams, sample_targets, train
@@ -121,7 +122,7 @@ def _validate(members: Sequence[Member], n_rows: int) -> list[torch.Tensor | Non
 def _group_key(m: Member) -> tuple:
     can_stack = stackable(m.model) and batchable(m.generator)
     arch = architecture(m.model) if can_stack else ("single", id(m))
-    return (arch, m.params.batch_size, m.params.epochs)
+    return (arch, m.params.batch_size, m.params.epochs, search_space(m.generator))
 
 
 def train_population(members: Sequence[Member], X_train: Any, y_train: Any, *, constraints: Constraints | None = None,
@@ -174,9 +175,9 @@ def _train_single(m: Member, rows, X, y, cons, fid, Xv, yv, K, device, dtype, pr
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            model, log = train(m.model.to(dtype), Xm.cpu().numpy(), ym.cpu().numpy(), objective=m.objective,
-                               generator=m.generator, params=m.params, constraints=cons, convergence=m.convergence,
-                               fidelity=fid, X_val=None if Xv is None else Xv.cpu().numpy(),
+            model, log = train(copy.deepcopy(m.model).to(dtype), Xm.cpu().numpy(), ym.cpu().numpy(),
+                               objective=m.objective, generator=m.generator, params=m.params, constraints=cons,
+                               convergence=m.convergence, fidelity=fid, X_val=None if Xv is None else Xv.cpu().numpy(),
                                y_val=None if yv is None else yv.cpu().numpy(), n_classes=K, device=device,
                                progress=progress, dtype=dtype)
     except TrainingDivergedError as err:
@@ -232,6 +233,11 @@ class _PopulationRun:
         self.needs_cf = [m.objective.needs_counterfactuals for m in members]
         self.max_nonfinite = torch.tensor([m.params.max_nonfinite_batches for m in members], device=dev)
         cf_members = [i for i in range(G) if self.needs_cf[i]]
+        gen0 = members[cf_members[0]].generator if cf_members else None
+        self.vae = getattr(gen0, "vae", None) if gen0 is not None and gen0.latent else None
+        self.enforce_mutability = getattr(gen0, "enforce_mutability", True)
+        if self.vae is not None:
+            self.vae.to(dev).requires_grad_(False)
         self.search = None
         if cf_members:
             self.search = MemberSearchSettings.build(
@@ -278,7 +284,10 @@ class _PopulationRun:
             target[j, :ns[j]] = sample_targets(predicted[j, :ns[j]], self.K, self.gens[g])
         target_d = target.to(dev)
         t0 = time.perf_counter()
-        res = population_search(sub, xf, target_d, self.search.select(sel), self.cons, valid)
+        latent = None
+        if self.vae is not None:
+            latent = LatentSpace(self.vae, [self.gens[g] for g in active], self.enforce_mutability)
+        res = population_search(sub, xf, target_d, self.search.select(sel), self.cons, valid, latent=latent)
         search_seconds = time.perf_counter() - t0
         mature = res.mature
         if self.fid.initially_valid_is_immature:
