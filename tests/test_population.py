@@ -268,3 +268,23 @@ def test_invalid_members_are_rejected_before_training(change, message):
     assert "'bad'" in str(err.value)
     with pytest.raises(ValueError, match="unique"):
         train_population([_member(0, name="x"), _member(1, name="x")], X, y)
+
+
+def test_seed_and_leave_one_out_constructors():
+    from ctbench.training.population import leave_one_out_members, seed_members
+
+    X, y = _data(n=100)
+    def unnamed(m):
+        m.name = ""
+        return m
+
+    seeds = seed_members(lambda s: unnamed(_member(s, "vanilla")), [3, 5, 8])
+    assert [m.name for m in seeds] == ["seed3", "seed5", "seed8"] and [m.params.seed for m in seeds] == [3, 5, 8]
+    loo = leave_one_out_members(lambda: unnamed(_member(0, "vanilla")), 100, [0, 42, 99])
+    for m, r in zip(loo, [0, 42, 99], strict=True):
+        assert len(m.rows) == 99 and r not in set(m.rows.tolist())
+        assert torch.equal(next(m.model.parameters()), next(loo[0].model.parameters()))  # same initial weights
+    with pytest.raises(ValueError, match="not in 0..99"):
+        leave_one_out_members(lambda: _member(0), 100, [100])
+    results = train_population(seeds + loo, X, y, dtype=F64)
+    assert all(r.ok for r in results) and results[0].population_size == 6

@@ -86,6 +86,32 @@ class MemberResult:
         return self.population_seconds / max(self.population_size, 1)
 
 
+def seed_members(make: Any, seeds: Sequence[int]) -> list[Member]:
+    """One member per seed: ``make(seed)`` returns a :class:`Member` (e.g. the random-seed retraining of Black
+    et al.: same data, same settings, G seeds)."""
+    members = [make(int(s)) for s in seeds]
+    for s, m in zip(seeds, members, strict=True):
+        if m.params.seed != int(s):
+            raise ValueError(f"seed_members: make({s}) returned a member with params.seed {m.params.seed}")
+        m.name = m.name or f"seed{s}"
+    return members
+
+
+def leave_one_out_members(make: Any, n_rows: int, left_out: Sequence[int]) -> list[Member]:
+    """One member per left-out training row: ``make()`` returns a fresh :class:`Member` (all with the same seed,
+    hence the same initial weights); member i trains on every row but ``left_out[i]`` (leave-one-out retraining)."""
+    members = []
+    for r in left_out:
+        r = int(r)
+        if not 0 <= r < n_rows:
+            raise ValueError(f"leave_one_out_members: row {r} is not in 0..{n_rows - 1}")
+        m = make()
+        m.rows = np.delete(np.arange(n_rows), r)
+        m.name = m.name or f"loo{r}"
+        members.append(m)
+    return members
+
+
 def _validate(members: Sequence[Member], n_rows: int) -> list[torch.Tensor | None]:
     if not members:
         raise ValueError("train_population: no members")
@@ -503,4 +529,4 @@ class _PopulationRun:
             logs[g].append(row)
 
 
-__all__ = ["Member", "MemberResult", "train_population"]
+__all__ = ["Member", "MemberResult", "leave_one_out_members", "seed_members", "train_population"]
