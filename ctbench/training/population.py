@@ -9,8 +9,10 @@ stacked weights (:class:`~ctbench.stacked.StackedMLP`), one forward/backward per
 masked Adam step, and one batched counterfactual search per epoch (:func:`~ctbench.generators.population.
 population_search`).
 
-Members that cannot share a program (other architecture, batch size or epochs; REVISE; non-MLP models) are put in
-separate groups automatically; groups that cannot be stacked at all run through the single-model trainer. A member
+Members that cannot share a program (other architecture, batch size or epochs) are put in separate groups
+automatically; models that cannot be stacked (not a plain MLP/linear model, or a generator with custom search hooks)
+run through the single-model trainer. Members with different search spaces (feature space; the latent space of a
+REVISE VAE) share the training program and search once per space each epoch. A member
 whose loss or weights stop being finite is reported (name, settings, epoch) and returned without a model; the others
 go on. Invalid per-member settings are rejected before any training starts.
 """
@@ -33,7 +35,14 @@ from torch import nn
 from ..constraints import Constraints
 from ..fidelity import Fidelity, resolve_fidelity
 from ..generators.base import Convergence, GradientGenerator
-from ..generators.population import LatentSpace, MemberSearchSettings, batchable, population_search, search_space
+from ..generators.population import (
+    LatentSpace,
+    MemberSearchSettings,
+    PopulationSearchResult,
+    batchable,
+    population_search,
+    search_space,
+)
 from ..stacked import StackedMLP, architecture, stackable
 from .objectives import Objective
 from .trainer import TrainingDivergedError, TrainParams, sample_targets, train
@@ -148,7 +157,7 @@ def _validate(members: Sequence[Member], n_rows: int) -> list[torch.Tensor | Non
 def _group_key(m: Member) -> tuple:
     can_stack = stackable(m.model) and batchable(m.generator)
     arch = architecture(m.model) if can_stack else ("single", id(m))
-    return (arch, m.params.batch_size, m.params.epochs, search_space(m.generator))
+    return (arch, m.params.batch_size, m.params.epochs)
 
 
 def train_population(members: Sequence[Member], X_train: Any, y_train: Any, *, constraints: Constraints | None = None,
@@ -258,17 +267,20 @@ class _PopulationRun:
         self.burnin = [round(m.params.burnin * m.params.epochs) for m in members]
         self.needs_cf = [m.objective.needs_counterfactuals for m in members]
         self.max_nonfinite = torch.tensor([m.params.max_nonfinite_batches for m in members], device=dev)
-        cf_members = [i for i in range(G) if self.needs_cf[i]]
-        gen0 = members[cf_members[0]].generator if cf_members else None
-        self.vae = getattr(gen0, "vae", None) if gen0 is not None and gen0.latent else None
-        self.enforce_mutability = getattr(gen0, "enforce_mutability", True)
-        if self.vae is not None:
-            self.vae.to(dev).requires_grad_(False)
-        self.search = None
-        if cf_members:
-            self.search = MemberSearchSettings.build(
-                [members[i].generator if self.needs_cf[i] else members[cf_members[0]].generator for i in range(G)],
-                [members[i].convergence for i in range(G)], device=dev, dtype=dtype)
+        # members share the training program whatever their search space; the per-epoch search runs once per
+        # space (feature space, or one VAE's latent space), each a batched search over its members
+        self.spaces: dict[tuple, tuple[list[int], MemberSearchSettings, Any]] = {}
+        by_space: dict[tuple, list[int]] = {}
+        for i in range(G):
+            if self.needs_cf[i]:
+                by_space.setdefault(search_space(members[i].generator), []).append(i)
+        for space, idx in by_space.items():
+            gen0 = members[idx[0]].generator
+            vae = gen0.vae.to(dev).requires_grad_(False) if gen0.latent else None
+            settings = MemberSearchSettings.build([members[i].generator for i in idx],
+                                                  [members[i].convergence for i in idx], device=dev, dtype=dtype)
+            self.spaces[space] = (idx, settings, vae)
+        self.space_of = {i: space for space, (idx, _, _) in self.spaces.items() for i in idx}
         y_cpu = y.cpu()
         self.samplers = [_PositiveSampler(y_cpu[r], K) if self.needs_cf[i] else None
                          for i, r in enumerate(self.rows)]
@@ -310,10 +322,7 @@ class _PopulationRun:
             target[j, :ns[j]] = sample_targets(predicted[j, :ns[j]], self.K, self.gens[g])
         target_d = target.to(dev)
         t0 = time.perf_counter()
-        latent = None
-        if self.vae is not None:
-            latent = LatentSpace(self.vae, [self.gens[g] for g in active], self.enforce_mutability)
-        res = population_search(sub, xf, target_d, self.search.select(sel), self.cons, valid, latent=latent)
+        res = self._search(active, sub, xf, target_d, valid)
         search_seconds = time.perf_counter() - t0
         mature = res.mature
         if self.fid.initially_valid_is_immature:
@@ -359,6 +368,34 @@ class _PopulationRun:
         steps = (torch.where(valid, res.steps, 0).sum(1) / cnt).tolist()
         stats = {g: (share[j], steps[j]) for j, g in enumerate(active)}
         return batches, stats, search_seconds
+
+    def _search(self, active: list[int], sub: StackedMLP, xf, target, valid) -> PopulationSearchResult:
+        """One batched search per search space among the ``active`` members; results in ``active`` order."""
+        dev = xf.device
+        parts = []
+        for space, (idx, settings, vae) in self.spaces.items():
+            js = [j for j, g in enumerate(active) if self.space_of.get(g) == space]
+            if not js:
+                continue
+            jt = torch.tensor(js, device=dev)
+            pos = torch.tensor([idx.index(active[j]) for j in js], device=dev)
+            latent = None
+            if vae is not None:
+                gen = self.members[idx[0]].generator
+                latent = LatentSpace(vae, [self.gens[active[j]] for j in js], gen.enforce_mutability)
+            res = population_search(sub.select(jt) if len(js) < len(active) else sub, xf[jt], target[jt],
+                                    settings.select(pos), self.cons, valid[jt], latent=latent)
+            parts.append((jt, res))
+        if len(parts) == 1:
+            return parts[0][1]
+        out = {}
+        for name in PopulationSearchResult.__dataclass_fields__:
+            first = getattr(parts[0][1], name)
+            full = torch.zeros((len(active), *first.shape[1:]), dtype=first.dtype, device=dev)
+            for jt, res in parts:
+                full[jt] = getattr(res, name)
+            out[name] = full
+        return PopulationSearchResult(**out)
 
     # -- one mini-batch -----------------------------------------------------------------------------------------
     def _batch_loss(self, i: int, order, cf):
