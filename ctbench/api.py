@@ -24,6 +24,7 @@ from .config import ConfigError, resolve_train_config
 from .constraints import Constraints
 from .fidelity import Fidelity, resolve_fidelity
 from .generators import VAE, Convergence, CounterfactualResult, make_generator
+from .generators.vae import fit_cached
 from .io import _jsonable, atomic_torch_save, atomic_write_json, provenance
 from .models import build_model
 from .training import Objective, TrainParams, train
@@ -154,8 +155,8 @@ def _prepare(config: dict[str, Any] | None, data=None, progress: bool = False, v
         key = (data.name, json.dumps(v, sort_keys=True))
         vae = (vaes or {}).get(key)
         if vae is None:
-            vae = VAE(data.n_features, v["latent_dim"], v["hidden"], seed=v["seed"])
-            vae.fit(data.X_train, epochs=v["epochs"], batch_size=v["batch_size"], seed=v["seed"], progress=progress)
+            vae = fit_cached(data.X_train, latent_dim=v["latent_dim"], hidden=v["hidden"], epochs=v["epochs"],
+                             batch_size=v["batch_size"], seed=v["seed"], progress=progress)
             if vaes is not None:
                 vaes[key] = vae
     generator = make_generator(cfg["generator"], fid, vae=vae) if objective.needs_counterfactuals else None
