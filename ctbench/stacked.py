@@ -103,6 +103,11 @@ class StackedMLP(nn.Module):
         logits = torch.baddbmm(b.transpose(1, 2), w.transpose(1, 2), h.transpose(1, 2)).transpose(1, 2)
         return logits, hidden
 
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """Predicted classes (G, n): argmax over the classes, taken on the (G, K, n) layout (an argmax over a last
+        axis of 2–10 entries is several times slower)."""
+        return self.forward_cached(x)[0].transpose(1, 2).argmax(1)
+
     def input_grad(self, hidden: list[torch.Tensor], dlogits: torch.Tensor) -> torch.Tensor:
         """∂L/∂x from ∂L/∂logits by hand: one batched product per layer and a ReLU mask, no autograd graph.
 

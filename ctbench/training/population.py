@@ -316,7 +316,7 @@ class _PopulationRun:
         valid = torch.arange(n_max, device=dev)[None, :] < torch.tensor(ns, device=dev)[:, None]
         xf = X[fidx]
         with torch.no_grad():
-            predicted = sub(xf).argmax(-1).cpu()
+            predicted = sub.predict(xf).cpu()
         target = torch.zeros(len(active), n_max, dtype=torch.long)
         for j, g in enumerate(active):
             target[j, :ns[j]] = sample_targets(predicted[j, :ns[j]], self.K, self.gens[g])
@@ -524,7 +524,7 @@ class _PopulationRun:
         with torch.no_grad():
             for a in range(0, X.shape[0], 8192):
                 xb = X[a:a + 8192]
-                hit = self.stack(xb.expand(G, -1, -1)).argmax(-1) == y[a:a + 8192]
+                hit = self.stack.predict(xb.expand(G, -1, -1)) == y[a:a + 8192]
                 if in_train is not None:
                     hit &= in_train[:, a:a + 8192]
                 correct += hit.sum(1)
