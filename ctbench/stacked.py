@@ -84,8 +84,18 @@ class StackedMLP(nn.Module):
         return w, b
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` (G, n, D) → logits (G, n, K); member g's rows go through member g's weights only."""
-        return self.forward_cached(x)[0]
+        """``x`` (G, n, D) → logits (G, n, K); member g's rows go through member g's weights only.
+
+        Plain batched products, for training through autograd (the transposed output layer of
+        :meth:`forward_cached` would hand ReLU's backward a gradient of other strides, which is slow)."""
+        h = x
+        last = len(self.layout) - 1
+        for i in range(len(self.layout)):
+            w, b = self.layer(i)
+            h = torch.baddbmm(b, h, w)
+            if i < last:
+                h = torch.relu(h)
+        return h
 
     def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Logits (G, n, K) and the hidden activations, for :meth:`input_grad`.
