@@ -406,12 +406,14 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
               save_models_dir: str | Path | None = None, progress: bool = False) -> pd.DataFrame:
     """Train and evaluate a chunk of grid points against the shared BL model; write the chunk's CSVs.
 
-    For each point (dict, or id resolved with ``grid_overrides``): train the CT model (one torch thread by default),
-    evaluate {BL, CT} with :func:`grid_protocol` on the training data (train+val), summarise with
-    :func:`summarise_point`. BL is evaluated first with the same protocol seed every time, so its numbers are
-    identical in every row of a grid (the denominator of every % change). Writes ``out_csv`` (:data:`SUMMARY_COLUMNS`),
-    :func:`epochs_path` (:data:`EPOCH_COLUMNS`) and ``out_csv + ".json"`` (provenance), all atomically; returns the
-    summary frame. ``save_models_dir``: also save each CT model as ``<dir>/<point>.pt``.
+    All points of the chunk train at once as populations (one torch thread by default); then BL is evaluated once
+    with :func:`grid_protocol` on the training data (train+val) and each CT model alone with the same protocol and
+    seed (common random numbers: every model of a grid, BL included, gets the same draws of label pairs and
+    individuals), and :func:`summarise_point` compares the two. BL's numbers are identical in every row of a grid
+    (the denominator of every % change). A point whose training diverged gets a row with its ``error``. Writes
+    ``out_csv`` (:data:`SUMMARY_COLUMNS`), :func:`epochs_path` (:data:`EPOCH_COLUMNS`) and ``out_csv + ".json"``
+    (provenance), all atomically; returns the summary frame. ``save_models_dir``: also save each CT model as
+    ``<dir>/<point>.pt``.
     """
     import torch
 
@@ -452,6 +454,8 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
             device=device)
     # all points of the chunk train at once, as populations (one tensor program per shareable group)
     trained = train_population_from_configs(configs, data=data, progress=progress)
+    eval_kw = dict(n_classes=data.n_classes, categorical_groups=data.categorical_groups, dataset=dataset)
+    ev_bl = evaluate_counterfactuals({"BL": bl}, X_eval, y_eval, protocol, fid, **eval_kw)
     iterator: Iterable = pts
     if progress:
         from tqdm.auto import tqdm
@@ -469,9 +473,8 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
         if save_models_dir is not None:
             ct.save(Path(save_models_dir) / f"{point['id']}.pt")
         t0 = time.perf_counter()
-        ev = evaluate_counterfactuals({"BL": bl, "CT": ct}, X_eval, y_eval, protocol, fid,
-                                      n_classes=data.n_classes, categorical_groups=data.categorical_groups,
-                                      dataset=dataset)
+        ev = pd.concat([ev_bl, evaluate_counterfactuals({"CT": ct}, X_eval, y_eval, protocol, fid, **eval_kw)],
+                       ignore_index=True)
         eval_seconds = time.perf_counter() - t0
         c = ct.config
         log = ct.log
