@@ -55,6 +55,12 @@ def run_case(dataset: str, G: int, mode: str, epochs: int) -> dict[str, Any]:
                       TrainParams(epochs=epochs, seed=seed, **tp), make_generator({"type": "ecco"}),
                       Convergence("threshold", tau, 30), name=str(seed))
 
+    # warm-up of both code paths (imports, allocator, first-call dispatch) on a few rows, outside the timing
+    warm = Member(build_model({"type": "mlp"}, D, 2, seed=0), Objective("full"), TrainParams(
+        epochs=1, batch_size=50, nce=50), make_generator({"type": "ecco"}), Convergence("threshold", tau, 5))
+    train(warm.model, X[:200], y[:200], objective=warm.objective, generator=warm.generator, params=warm.params,
+          constraints=cons, convergence=warm.convergence)
+    train_population([warm], X[:200], y[:200], constraints=cons)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     w0, c0 = time.perf_counter(), time.process_time()
     if mode == "loop":
