@@ -343,26 +343,25 @@ class _PopulationRun:
         sizes = torch.where(col < nb_t[:, None], q[:, None] + (col < r[:, None]).long(), 0)
         starts = torch.cumsum(sizes, 1) - sizes
         m_max = int(sizes.max())
-        ar = torch.arange(m_max)
-        gidx = (starts[..., None] + ar).clamp(max=n_max - 1).to(dev)        # (Ga, NB, m_max)
-        gmask = (ar < sizes[..., None]).to(dev)
-        flat = gidx.reshape(len(active), -1)
-
-        def per_batch(t):  # (Ga, n_max[, D]) → (G, NB, m_max[, D]) with zero rows for members not searching
-            if t.ndim == 2:
-                out = t.gather(1, flat).view(len(active), self.NB, m_max)
-            else:
-                out = t.gather(1, flat[..., None].expand(-1, -1, t.shape[-1])).view(len(active), self.NB, m_max, -1)
-            full = torch.zeros((G, *out.shape[1:]), dtype=out.dtype, device=dev)
-            full[sel] = out
-            return full
-
-        mask = torch.zeros(G, self.NB, m_max, dtype=torch.bool, device=dev)
-        mask[sel] = gmask
-        x = torch.stack([res.nascent, x_cf, x_plus], 2).flatten(2)  # (Ga, n_max, 3·D): x_AE, x', x⁺ per tuple
         full = len(active) == G and bool((sizes == sizes[:1]).all())  # every member has the same groups
-        batches = {"x": per_batch(x).unflatten(-1, (3, -1)), "target": per_batch(target_d),
-                   "y_ae": per_batch(y_ae), "mask": mask, "full": full, "m_max": sizes.max(0).values.tolist()}
+
+        def for_all(t):  # (Ga, n_max, ...) → (G, n_max, ...), zero rows for members not searching this epoch
+            if full:
+                return t
+            out = torch.zeros((G, *t.shape[1:]), dtype=t.dtype, device=dev)
+            out[sel] = t
+            return out
+
+        batches = {"x_ae": for_all(res.nascent), "x_cf": for_all(x_cf), "x_plus": for_all(x_plus),
+                   "target": for_all(target_d), "y_ae": for_all(y_ae), "full": full,
+                   "m_max": sizes.max(0).values.tolist(), "start": starts[0].tolist()}
+        if not full:  # per batch, a (G, m) gather index into each member's tuples and the mask of real ones
+            ar = torch.arange(m_max)
+            index = torch.zeros(G, self.NB, m_max, dtype=torch.long)
+            mask = torch.zeros(G, self.NB, m_max, dtype=torch.bool)
+            index[sel.cpu()] = (starts[..., None] + ar).clamp(max=n_max - 1)
+            mask[sel.cpu()] = ar < sizes[..., None]
+            batches["index"], batches["mask"] = index.to(dev), mask.to(dev)
         cnt = valid.sum(1).double()
         share = (torch.where(valid, mature, False).sum(1) / cnt).tolist()
         steps = (torch.where(valid, res.steps, 0).sum(1) / cnt).tolist()
@@ -414,10 +413,18 @@ class _PopulationRun:
             bmask = (torch.arange(a, z, device=dev)[None, :] < self.n_rows_t[:, None])
         nb = xb.shape[1]
         m = 0 if cf is None else int(cf["m_max"][i])
-        if m:  # one forward pass for the batch and the (x_AE, x', x⁺) tuples of its counterfactual group
-            tuples = cf["x"][:, i, :m].reshape(G, 3 * m, -1)
-            logits = self.stack(torch.cat([xb, tuples], 1))
-            lb, lt = logits[:, :nb], logits[:, nb:].view(G, m, 3, -1)
+        if m:  # the batch's counterfactual tuples: a slice of every member's tuples, or a gather when they differ
+            if cf["full"]:
+                a = cf["start"][i]
+                x_ae, x_cf, x_plus = (cf[k][:, a:a + m] for k in ("x_ae", "x_cf", "x_plus"))
+                t, y_ae = cf["target"][:, a:a + m], cf["y_ae"][:, a:a + m]
+            else:
+                idx = cf["index"][:, i, :m]
+                x_ae, x_cf, x_plus = (cf[k].gather(1, idx[..., None].expand(-1, -1, cf[k].shape[-1]))
+                                      for k in ("x_ae", "x_cf", "x_plus"))
+                t, y_ae = cf["target"].gather(1, idx), cf["y_ae"].gather(1, idx)
+            logits = self.stack(torch.cat([xb, x_ae, x_cf, x_plus], 1))  # one forward pass for all four
+            lb, lae, lt = logits[:, :nb], logits[:, nb:nb + m], logits[:, nb + m:]
         else:
             lb = self.stack(xb)
         K = lb.shape[-1]
@@ -426,10 +433,10 @@ class _PopulationRun:
         if not m:
             parts = torch.stack([clf, *(torch.full_like(clf, float("nan")),) * 3], 1)
             return self.lam4[:, 0] * clf, parts, self.clf_only
-        t = cf["target"][:, i, :m]
-        f = lt[:, :, 1:].gather(3, t[:, :, None, None].expand(G, m, 2, 1)).squeeze(3)  # f(x')[y⁺], f(x⁺)[y⁺]
-        adv = F.cross_entropy(lt[:, :, 0].reshape(-1, K), cf["y_ae"][:, i, :m].reshape(-1), reduction="none")
-        per_tuple = torch.stack([f[..., 0] - f[..., 1], f.square().sum(2), adv.view(G, m)], 2)  # div, reg, adv
+        f = lt.gather(2, t.repeat(1, 2)[..., None]).squeeze(2)  # f(x')[y⁺] then f(x⁺)[y⁺]: (G, 2m)
+        f_cf, f_plus = f[:, :m], f[:, m:]
+        adv = F.cross_entropy(lae.reshape(-1, K), y_ae.reshape(-1), reduction="none").view(G, m)
+        per_tuple = torch.stack([f_cf - f_plus, f_cf.square() + f_plus.square(), adv], 2)  # div, reg, adv
         if cf["full"]:
             tup = per_tuple.mean(1)
             have = self.all_parts
