@@ -118,7 +118,8 @@ class StackedMLP(nn.Module):
         axis of 2–10 entries is several times slower)."""
         return self.forward_cached(x)[0].transpose(1, 2).argmax(1)
 
-    def input_grad(self, hidden: list[torch.Tensor], dlogits: torch.Tensor) -> torch.Tensor:
+    def input_grad(self, hidden: list[torch.Tensor], dlogits: torch.Tensor,
+                   out: torch.Tensor | None = None) -> torch.Tensor:
         """∂L/∂x from ∂L/∂logits by hand: one batched product per layer and a ReLU mask, no autograd graph.
 
         The ReLU passes the gradient where its output is > 0, autograd's own rule (``threshold_backward``), so the
@@ -127,6 +128,8 @@ class StackedMLP(nn.Module):
         g = dlogits
         for i in range(len(self.layout) - 1, -1, -1):
             w, _ = self.layer(i)
+            if i == 0 and out is not None:  # the (G, n, D) result into a reused buffer: no fresh pages per step
+                return torch.bmm(g, w.transpose(1, 2), out=out)
             g = torch.bmm(g, w.transpose(1, 2))
             if i > 0:
                 g = torch.ops.aten.threshold_backward(g, hidden[i - 1], 0)
