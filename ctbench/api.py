@@ -220,7 +220,7 @@ def train_population_from_configs(configs: dict[str, dict[str, Any]] | list[dict
     a program (architecture, batch size, epochs). Each result is a :class:`TrainedModel` with the same metadata as
     :func:`train_from_config` (``train_seconds`` is the population's wall time divided by its size, and
     ``meta["population"]`` says which population it came from), or a :class:`FailedTraining` for a member that
-    diverged; the others still finish.
+    diverged; the others still finish. Identical configs train once and share the result.
     """
     from .training.population import Member, train_population
 
@@ -230,9 +230,16 @@ def train_population_from_configs(configs: dict[str, dict[str, Any]] | list[dict
     prepared: dict[str, _Prepared] = {}
     vaes: dict = {}
     datasets: dict[str, Any] = {}
+    same_as: dict[str, str] = {}   # a config identical to an earlier one trains once (e.g. single/full = ablation/full)
+    first_of: dict[str, str] = {}
     for name, config in named.items():
         try:
             cfg = resolve_train_config(config)
+            ckey = json.dumps(cfg, sort_keys=True, default=str)
+            if ckey in first_of:
+                same_as[name] = first_of[ckey]
+                continue
+            first_of[ckey] = name
             dkey = json.dumps([cfg["data"], cfg["fidelity"], cfg["fidelity_overrides"]], sort_keys=True)
             p = _prepare(cfg, data if data is not None else datasets.get(dkey), progress, vaes)
         except (ConfigError, ValueError) as err:
@@ -260,6 +267,8 @@ def train_population_from_configs(configs: dict[str, dict[str, Any]] | list[dict
                 continue
             pop = {"size": r.population_size, "wall_seconds": r.population_seconds, "members": len(names)}
             out[n] = _trained(p, r.model, r.log, r.seconds, pop)
+    for name, first in same_as.items():
+        out[name] = out[first]
     return {n: out[n] for n in named}
 
 
