@@ -24,6 +24,7 @@ from .config import ConfigError, resolve_train_config
 from .constraints import Constraints
 from .fidelity import Fidelity, resolve_fidelity
 from .generators import VAE, Convergence, CounterfactualResult, make_generator
+from .generators.vae import fit_cached
 from .io import _jsonable, atomic_torch_save, atomic_write_json, provenance
 from .models import build_model
 from .training import Objective, TrainParams, train
@@ -116,13 +117,30 @@ def effective_objective(cfg: dict[str, Any], fid: Fidelity, family: str | None) 
     return Objective(**o), notes
 
 
-def train_from_config(config: dict[str, Any] | None = None, *, data=None, progress: bool = False) -> TrainedModel:
-    """Resolve ``config``, load the data, train, and return a :class:`TrainedModel` (not yet saved)."""
+@dataclass
+class _Prepared:
+    """A resolved training config with everything built from it (model, objective, generator, constraints...)."""
+
+    cfg: dict[str, Any]
+    fid: Fidelity
+    data: Any
+    family: str | None
+    cons: Constraints
+    objective: Objective
+    notes: list[str]
+    model: nn.Module
+    vae: VAE | None
+    generator: Any
+    params: TrainParams
+    conv: Convergence
+
+
+def _prepare(config: dict[str, Any] | None, data=None, progress: bool = False, vaes: dict | None = None) -> _Prepared:
+    """Resolve ``config`` and build its parts; ``vaes`` caches trained VAEs by (dataset, VAE config)."""
     from .data import available, load_dataset
 
     cfg = resolve_train_config(config)
     fid = resolve_fidelity(cfg["fidelity"], cfg["fidelity_overrides"])
-    torch.set_num_threads(int(cfg["threads"]))
     if cfg["device"].startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError("device: 'cuda' requested but no CUDA device is available; use device: cpu")
     if data is None:
@@ -132,29 +150,126 @@ def train_from_config(config: dict[str, Any] | None = None, *, data=None, progre
     objective, notes = effective_objective(cfg, fid, family)
     model = build_model(cfg["model"], data.n_features, data.n_classes, seed=cfg["seed"])
     vae = None
-    if cfg["generator"].get("type") == "revise":
+    if cfg["generator"].get("type") == "revise" and objective.needs_counterfactuals:
         v = cfg["vae"]
-        vae = VAE(data.n_features, v["latent_dim"], v["hidden"], seed=v["seed"])
-        vae.fit(data.X_train, epochs=v["epochs"], batch_size=v["batch_size"], seed=v["seed"], progress=progress)
+        key = (data.name, json.dumps(v, sort_keys=True))
+        vae = (vaes or {}).get(key)
+        if vae is None:
+            vae = fit_cached(data.X_train, latent_dim=v["latent_dim"], hidden=v["hidden"], epochs=v["epochs"],
+                             batch_size=v["batch_size"], seed=v["seed"], progress=progress)
+            if vaes is not None:
+                vaes[key] = vae
     generator = make_generator(cfg["generator"], fid, vae=vae) if objective.needs_counterfactuals else None
     params = TrainParams(seed=cfg["seed"], **cfg["training"])
     conv = Convergence(**cfg["convergence"])
-    t0 = time.perf_counter()
-    model, log = train(model, data.X_train, data.y_train, objective=objective, generator=generator, params=params,
-                       constraints=cons, convergence=conv, fidelity=fid, X_val=data.X_val, y_val=data.y_val,
-                       n_classes=data.n_classes, device=cfg["device"], progress=progress)
-    wall = time.perf_counter() - t0
+    return _Prepared(cfg, fid, data, family, cons, objective, notes, model, vae, generator, params, conv)
+
+
+def _trained(p: _Prepared, model: nn.Module, log: pd.DataFrame, seconds: float,
+             population: dict[str, Any] | None = None) -> TrainedModel:
+    data, cfg = p.data, p.cfg
     with torch.no_grad():
         x_test = torch.as_tensor(data.X_test, dtype=torch.float32, device=cfg["device"])
         acc_test = float((model(x_test).argmax(1).cpu().numpy() == data.y_test).mean()) if len(x_test) else None
     meta = {
-        "seed": cfg["seed"], "fidelity_mode": fid.mode, "objective_effective": objective.to_dict(),
-        "notes": notes, "generator_params": generator.params() if generator else None,
+        "seed": cfg["seed"], "fidelity_mode": p.fid.mode, "objective_effective": p.objective.to_dict(),
+        "notes": p.notes, "generator_params": p.generator.params() if p.generator else None,
         "model_spec": {**cfg["model"], "n_features": data.n_features, "n_classes": data.n_classes},
-        "dataset": {"name": data.name, "family": family, "summary": data.summary(), "meta": data.meta},
-        "train_seconds": wall, "acc_test": acc_test, "provenance": provenance(),
+        "dataset": {"name": data.name, "family": p.family, "summary": data.summary(), "meta": data.meta},
+        "train_seconds": seconds, "acc_test": acc_test, "provenance": provenance(),
     }
-    return TrainedModel(model, cfg, fid, cons, log, meta, vae)
+    if population is not None:
+        meta["population"] = population
+    return TrainedModel(model, cfg, p.fid, p.cons, log, meta, p.vae)
+
+
+def train_from_config(config: dict[str, Any] | None = None, *, data=None, progress: bool = False) -> TrainedModel:
+    """Resolve ``config``, load the data, train, and return a :class:`TrainedModel` (not yet saved)."""
+    p = _prepare(config, data, progress)
+    torch.set_num_threads(int(p.cfg["threads"]))
+    t0 = time.perf_counter()
+    model, log = train(p.model, p.data.X_train, p.data.y_train, objective=p.objective, generator=p.generator,
+                       params=p.params, constraints=p.cons, convergence=p.conv, fidelity=p.fid, X_val=p.data.X_val,
+                       y_val=p.data.y_val, n_classes=p.data.n_classes, device=p.cfg["device"], progress=progress)
+    return _trained(p, model, log, time.perf_counter() - t0)
+
+
+@dataclass
+class FailedTraining:
+    """A population member that diverged: its config, the reason and the log up to the failure (nothing saved)."""
+
+    name: str
+    config: dict[str, Any]
+    error: str
+    log: pd.DataFrame
+
+
+def _program_key(p: _Prepared) -> str:
+    """Members with equal keys share data, fidelity, constraints and device, so one population can train them."""
+    c = p.cfg
+    return json.dumps([c["data"], p.fid.to_dict(), p.cons.to_dict(), c["device"]], sort_keys=True, default=str)
+
+
+def train_population_from_configs(configs: dict[str, dict[str, Any]] | list[dict[str, Any]], *, data=None,
+                                  progress: bool = False) -> dict[str, TrainedModel | FailedTraining]:
+    """Train many configs at once as populations (:func:`ctbench.training.population.train_population`).
+
+    ``configs`` maps a member name to a ``ctbench train`` config (a list is named "0", "1", ...). Every config is
+    resolved and checked before any training starts (a :class:`ConfigError` names the member). Configs that share
+    data, fidelity, constraints and device train together; within those, the trainer groups members that can share
+    a program (architecture, batch size, epochs). Each result is a :class:`TrainedModel` with the same metadata as
+    :func:`train_from_config` (``train_seconds`` is the population's wall time divided by its size, and
+    ``meta["population"]`` says which population it came from), or a :class:`FailedTraining` for a member that
+    diverged; the others still finish. Identical configs train once and share the result.
+    """
+    from .training.population import Member, train_population
+
+    named = dict(configs) if isinstance(configs, dict) else {str(i): c for i, c in enumerate(configs)}
+    if not named:
+        raise ConfigError("train_population_from_configs: no configs")
+    prepared: dict[str, _Prepared] = {}
+    vaes: dict = {}
+    datasets: dict[str, Any] = {}
+    same_as: dict[str, str] = {}   # a config identical to an earlier one trains once (e.g. single/full = ablation/full)
+    first_of: dict[str, str] = {}
+    for name, config in named.items():
+        try:
+            cfg = resolve_train_config(config)
+            ckey = json.dumps(cfg, sort_keys=True, default=str)
+            if ckey in first_of:
+                same_as[name] = first_of[ckey]
+                continue
+            first_of[ckey] = name
+            dkey = json.dumps([cfg["data"], cfg["fidelity"], cfg["fidelity_overrides"]], sort_keys=True)
+            p = _prepare(cfg, data if data is not None else datasets.get(dkey), progress, vaes)
+        except (ConfigError, ValueError) as err:
+            raise ConfigError(f"member {name!r}: {err}") from err
+        datasets[dkey] = p.data
+        prepared[name] = p
+    threads = max(int(p.cfg["threads"]) for p in prepared.values())
+    torch.set_num_threads(threads)
+    groups: dict[str, list[str]] = {}
+    for name, p in prepared.items():
+        groups.setdefault(_program_key(p), []).append(name)
+    out: dict[str, TrainedModel | FailedTraining] = {}
+    for names in groups.values():
+        ps = [prepared[n] for n in names]
+        first = ps[0]
+        members = [Member(p.model, p.objective, p.params, p.generator, p.conv, name=n)
+                   for n, p in zip(names, ps, strict=True)]
+        d = first.data
+        results = train_population(members, d.X_train, d.y_train, constraints=first.cons, fidelity=first.fid,
+                                   X_val=d.X_val, y_val=d.y_val, n_classes=d.n_classes, device=first.cfg["device"],
+                                   progress=progress)
+        for n, p, r in zip(names, ps, results, strict=True):
+            if not r.ok:
+                out[n] = FailedTraining(n, p.cfg, r.error, r.log)
+                continue
+            pop = {"size": r.population_size, "wall_seconds": r.population_seconds, "members": len(names)}
+            out[n] = _trained(p, r.model, r.log, r.seconds, pop)
+    for name, first in same_as.items():
+        out[name] = out[first]
+    return {n: out[n] for n in named}
 
 
 def load_model(path: str | Path, device: str = "cpu") -> TrainedModel:

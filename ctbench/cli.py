@@ -9,31 +9,52 @@ from pathlib import Path
 import numpy as np
 
 
+def _train_configs(args) -> list[dict]:
+    import json
+
+    from .config import ConfigError, load_config, resolve_train_config, set_dotted
+
+    if args.config_json and args.config:
+        raise ConfigError("give --config or --config-json, not both")
+    sources = args.config_json or args.config or [None]
+    if len(sources) != len(args.out):
+        raise ConfigError(f"{len(sources)} config(s) for {len(args.out)} --out file(s): give one --out per config")
+    cfgs = []
+    for src in sources:
+        if args.config_json:
+            cfg = json.loads(src)
+            for a in args.set or []:
+                set_dotted(cfg, a)
+            cfg = resolve_train_config(cfg)
+        else:
+            cfg = load_config(src, args.set)
+        if args.best:
+            from .paper_settings import apply_best
+
+            cfg = apply_best(cfg, args.best)
+        cfgs.append(cfg)
+    return cfgs
+
+
 def _cmd_train(args) -> int:
-    from .api import train_from_config
-    from .config import load_config
+    from .api import FailedTraining, train_from_config, train_population_from_configs
 
-    if args.config_json:
-        import json
-
-        from .config import resolve_train_config, set_dotted
-
-        cfg = json.loads(args.config_json)
-        for a in args.set or []:
-            set_dotted(cfg, a)
-        cfg = resolve_train_config(cfg)
-    else:
-        cfg = load_config(args.config, args.set)
-    if args.best:
-        from .paper_settings import apply_best
-
-        cfg = apply_best(cfg, args.best)
-    trained = train_from_config(cfg, progress=not args.quiet)
-    out = trained.save(args.out)
-    last = trained.log.iloc[-1]
-    print(f"saved {out} (test accuracy {trained.meta['acc_test']:.4f}, final share mature "
-          f"{last['share_mature']:.3f}, {trained.meta['train_seconds']:.1f}s, fidelity {trained.fidelity.mode})")
-    return 0
+    cfgs = _train_configs(args)
+    if len(cfgs) == 1:
+        trained = {args.out[0]: train_from_config(cfgs[0], progress=not args.quiet)}
+    else:  # several models: trained together as populations, one tensor program per shareable group
+        trained = train_population_from_configs(dict(zip(args.out, cfgs, strict=True)), progress=not args.quiet)
+    failed = 0
+    for out, result in trained.items():
+        if isinstance(result, FailedTraining):
+            failed += 1
+            print(f"not saved: {out}: {result.error}", file=sys.stderr)
+            continue
+        path = result.save(out)
+        last = result.log.iloc[-1]
+        print(f"saved {path} (test accuracy {result.meta['acc_test']:.4f}, final share mature "
+              f"{last['share_mature']:.3f}, {result.meta['train_seconds']:.1f}s, fidelity {result.fidelity.mode})")
+    return 1 if failed else 0
 
 
 def _read_matrix(path: str) -> np.ndarray:
@@ -209,6 +230,10 @@ def _cmd_book(args) -> int:
 
 
 def _cmd_bench(args) -> int:
+    if args.population:
+        from .bench_population import main as population_main
+
+        return population_main(args.out, quick=args.quick)
     from .bench import main as bench_main
 
     return bench_main(args)
@@ -218,10 +243,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ctbench", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    t = sub.add_parser("train", help="train and save a model from a YAML config")
-    t.add_argument("--config", help="YAML config (see ctbench.config.DEFAULT_TRAIN_CONFIG)")
-    t.add_argument("--config-json", dest="config_json", help="the config as a JSON string (used by the workflow)")
-    t.add_argument("--out", required=True, help="output model file (.pt); a .pt.json sidecar is written too")
+    t = sub.add_parser("train", help="train and save a model from a YAML config (several: as one population)")
+    t.add_argument("--config", action="append", help="YAML config (see ctbench.config.DEFAULT_TRAIN_CONFIG); "
+                   "repeat with one --out each to train several models at once")
+    t.add_argument("--config-json", dest="config_json", action="append",
+                   help="the config as a JSON string (used by the workflow); repeatable like --config")
+    t.add_argument("--out", required=True, action="append",
+                   help="output model file (.pt), one per config; a .pt.json sidecar is written too")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key, e.g. training.epochs=5")
     t.add_argument("--best", help="best.json of the tuning stage: its tau and lambda_reg replace the config's")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -328,6 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", default="cpu")
     b.add_argument("--threads", type=int, default=2)
     b.add_argument("--quick", action="store_true", help="small sizes (a smoke run of the benchmark itself)")
+    b.add_argument("--population", action="store_true",
+                   help="G single runs in a loop vs one population of G (G = 1, 9, 36, 100; LS and Adult size)")
     b.set_defaults(func=_cmd_bench)
     return p
 

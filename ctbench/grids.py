@@ -35,6 +35,7 @@ import json
 import math
 import re
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -367,6 +368,7 @@ SUMMARY_COLUMNS = [
     "ip_ct", "ip_bl", "ip_change_pct", "ip_change_runs_pct",
     "cost_ct", "cost_bl", "cost_change_pct", "cost_change_runs_pct",
     "acc_test_ct", "acc_test_bl", "train_seconds", "eval_seconds", "share_mature_last", "mean_steps_last",
+    "error",
 ]
 EPOCH_COLUMNS = ["grid", "dataset", "seed", "point", "epoch", "share_mature", "mean_steps", "loss", "acc_train",
                  "acc_val", "seconds"]
@@ -404,16 +406,18 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
               save_models_dir: str | Path | None = None, progress: bool = False) -> pd.DataFrame:
     """Train and evaluate a chunk of grid points against the shared BL model; write the chunk's CSVs.
 
-    For each point (dict, or id resolved with ``grid_overrides``): train the CT model (one torch thread by default),
-    evaluate {BL, CT} with :func:`grid_protocol` on the training data (train+val), summarise with
-    :func:`summarise_point`. BL is evaluated first with the same protocol seed every time, so its numbers are
-    identical in every row of a grid (the denominator of every % change). Writes ``out_csv`` (:data:`SUMMARY_COLUMNS`),
-    :func:`epochs_path` (:data:`EPOCH_COLUMNS`) and ``out_csv + ".json"`` (provenance), all atomically; returns the
-    summary frame. ``save_models_dir``: also save each CT model as ``<dir>/<point>.pt``.
+    All points of the chunk train at once as populations (one torch thread by default); then BL is evaluated once
+    with :func:`grid_protocol` on the training data (train+val) and each CT model alone with the same protocol and
+    seed (common random numbers: every model of a grid, BL included, gets the same draws of label pairs and
+    individuals), and :func:`summarise_point` compares the two. BL's numbers are identical in every row of a grid
+    (the denominator of every % change). A point whose training diverged gets a row with its ``error``. Writes
+    ``out_csv`` (:data:`SUMMARY_COLUMNS`), :func:`epochs_path` (:data:`EPOCH_COLUMNS`) and ``out_csv + ".json"``
+    (provenance), all atomically; returns the summary frame. ``save_models_dir``: also save each CT model as
+    ``<dir>/<point>.pt``.
     """
     import torch
 
-    from .api import load_model, train_from_config
+    from .api import FailedTraining, load_model, train_population_from_configs
     from .data import load_dataset
     from .evaluation.protocol import evaluate_counterfactuals
     from .fidelity import resolve_fidelity
@@ -442,23 +446,35 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
     X_eval = np.vstack([data.X_train, data.X_val])
     y_eval = np.concatenate([data.y_train, data.y_val])
     protocol = grid_protocol(eval_overrides)
-    rows, epoch_frames, configs, seconds = [], [], {}, {}
+    rows, epoch_frames, configs, seconds, failures = [], [], {}, {}, {}
+    for point in pts:
+        configs[point["id"]] = point_config(
+            name, point, dataset, seed, fidelity, epochs_override, fidelity_overrides=fidelity_overrides,
+            data_params=data_params, overrides=config_overrides, apply_step_size=apply_step_size, threads=threads,
+            device=device)
+    # all points of the chunk train at once, as populations (one tensor program per shareable group)
+    trained = train_population_from_configs(configs, data=data, progress=progress)
+    eval_kw = dict(n_classes=data.n_classes, categorical_groups=data.categorical_groups, dataset=dataset)
+    ev_bl = evaluate_counterfactuals({"BL": bl}, X_eval, y_eval, protocol, fid, **eval_kw)
     iterator: Iterable = pts
     if progress:
         from tqdm.auto import tqdm
 
-        iterator = tqdm(pts, desc=f"{name} {dataset}", unit="point")
+        iterator = tqdm(pts, desc=f"{name} {dataset} evaluation", unit="point")
     for point in iterator:
-        cfg = point_config(name, point, dataset, seed, fidelity, epochs_override, fidelity_overrides=fidelity_overrides,
-                           data_params=data_params, overrides=config_overrides, apply_step_size=apply_step_size,
-                           threads=threads, device=device)
-        ct = train_from_config(cfg, data=data)
+        ct = trained[point["id"]]
+        if isinstance(ct, FailedTraining):  # reported in its own row and in the sidecar; the others go on
+            failures[point["id"]] = ct.error
+            warnings.warn(f"grid {name} {dataset}: point {point['id']} not evaluated: {ct.error}", RuntimeWarning,
+                          stacklevel=2)
+            rows.append({"grid": name, "dataset": dataset, "seed": int(seed), "fidelity": fid.mode,
+                         "point": point["id"], "baseline_key": baseline_key(name, point), "error": ct.error})
+            continue
         if save_models_dir is not None:
             ct.save(Path(save_models_dir) / f"{point['id']}.pt")
         t0 = time.perf_counter()
-        ev = evaluate_counterfactuals({"BL": bl, "CT": ct}, X_eval, y_eval, protocol, fid,
-                                      n_classes=data.n_classes, categorical_groups=data.categorical_groups,
-                                      dataset=dataset)
+        ev = pd.concat([ev_bl, evaluate_counterfactuals({"CT": ct}, X_eval, y_eval, protocol, fid, **eval_kw)],
+                       ignore_index=True)
         eval_seconds = time.perf_counter() - t0
         c = ct.config
         log = ct.log
@@ -482,10 +498,10 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
         rows += summarise_point(ev, base)
         ep = log.reindex(columns=["epoch", "share_mature", "mean_steps", "loss", "acc_train", "acc_val", "seconds"])
         epoch_frames.append(ep.assign(grid=name, dataset=dataset, seed=int(seed), point=point["id"]))
-        configs[point["id"]] = cfg
         seconds[point["id"]] = {"train": ct.meta.get("train_seconds"), "eval": eval_seconds}
     summary = pd.DataFrame(rows).reindex(columns=SUMMARY_COLUMNS)
-    epochs = pd.concat(epoch_frames, ignore_index=True).reindex(columns=EPOCH_COLUMNS)
+    epochs = (pd.concat(epoch_frames, ignore_index=True) if epoch_frames else pd.DataFrame()).reindex(
+        columns=EPOCH_COLUMNS)
     out_csv = Path(out_csv)
     atomic_write_text(epochs_path(out_csv), epochs.to_csv(index=False))
     sidecar = {
@@ -495,7 +511,8 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
         "fidelity": fid.to_dict(), "step_size_applied": _step_applied(apply_step_size, fidelity, fidelity_overrides),
         "baseline": {"path": str(baseline_model_path), "config": bl.config, "acc_test": bl.meta.get("acc_test"),
                      "provenance": bl.meta.get("provenance")},
-        "seconds": seconds, "wall_seconds": time.perf_counter() - t_start, "epochs_csv": epochs_path(out_csv).name,
+        "seconds": seconds, "failures": failures, "wall_seconds": time.perf_counter() - t_start,
+        "epochs_csv": epochs_path(out_csv).name,
         "provenance": provenance(),
     }
     atomic_write_json(out_csv.with_name(out_csv.name + ".json"), sidecar)

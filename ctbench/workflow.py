@@ -225,6 +225,34 @@ class Workflow:
     def train_config_json(self, experiment: str, dataset: str, objective: str, seed: int) -> str:
         return json.dumps(self.train_config(experiment, dataset, objective, seed), sort_keys=True)
 
+    def final_members(self) -> tuple[list[str], list[str], list[int]]:
+        """(experiment folder, objective, seed) of every final model of one dataset, as three parallel lists (for
+        ``expand(..., zip, ...)``); the shared vanilla baseline appears once per seed, under ``baseline``."""
+        triples = []
+        for e in self.experiments:
+            for o in EXPERIMENT_OBJECTIVES[e]:
+                for s in self.seeds:
+                    triples.append(("baseline" if o == "vanilla" else e, o, s))
+        triples = list(dict.fromkeys(triples))
+        return [t[0] for t in triples], [t[1] for t in triples], [t[2] for t in triples]
+
+    def final_train_args(self, dataset: str, outputs: list[str]) -> str:
+        """``--config-json C --out M.pt`` for every final model of ``dataset``: one ``ctbench train`` call trains
+        them all, as populations (models that share constraints share one tensor program). ``outputs`` are the
+        rule's output files, in the order of :meth:`final_members`."""
+        outputs = [str(o) for o in outputs]
+        members = list(zip(*self.final_members(), strict=True))
+        if len(outputs) != len(members):
+            raise ValueError(f"{len(outputs)} outputs for {len(members)} final models of {dataset}")
+        args = []
+        for (experiment, objective, seed), out in zip(members, outputs, strict=True):
+            expected = self.model_path(experiment, dataset, objective, seed)
+            if out != expected:
+                raise ValueError(f"output {out} is not the model path {expected}")
+            cfg = self.train_config_json(experiment, dataset, objective, seed)
+            args.append(f"--config-json {shlex.quote(cfg)} --out {shlex.quote(out)}")
+        return " ".join(args)
+
     def data_params_json(self, dataset: str) -> str:
         return json.dumps((self.config.get("data_params") or {}).get(dataset, {}), sort_keys=True)
 

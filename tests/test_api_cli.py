@@ -77,3 +77,33 @@ def test_cli_numbers_in_overrides_and_divergence_saves_nothing(tmp_path, capsys)
                "--set", "objective.lambda_reg=1e300", "--quiet"])
     assert rc == 1 and "non-finite loss" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # no model, no sidecar, no temp file
+
+
+def test_train_population_from_configs_matches_single_runs_and_reports_failures():
+    from ctbench.api import FailedTraining, train_population_from_configs
+
+    base = {"data": {"name": "lin_sep"}, "training": {"epochs": 2}}
+    configs = {"ct0": base, "ct0_again": dict(base), "bl1": {**base, "seed": 1, "objective": {"name": "vanilla"}},
+               "boom": {**base, "seed": 2, "objective": {"lambda_div": float("inf")}}}
+    out = train_population_from_configs(configs)
+    assert out["ct0"] is out["ct0_again"]                        # identical configs train once
+    assert isinstance(out["boom"], FailedTraining) and "diverged" in out["boom"].error
+    assert out["ct0"].meta["population"]["size"] == 3            # ct0, bl1 and boom shared one program
+    single = train_from_config(base)
+    for p, q in zip(single.model.parameters(), out["ct0"].model.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)   # float32: equal up to round-off
+    with pytest.raises(ConfigError, match="member 'bad'"):      # every config is checked before training
+        train_population_from_configs({"ok": base, "bad": {**base, "training": {"epochs": 0}}})
+
+
+def test_cli_trains_several_models_as_a_population(tmp_path, capsys):
+    good = json.dumps({"data": {"name": "lin_sep"}, "training": {"epochs": 2}})
+    bad = json.dumps({"data": {"name": "lin_sep"}, "training": {"epochs": 2}, "objective": {"lambda_div": 1e309}})
+    a, b, c = (tmp_path / f"{n}.pt" for n in "abc")
+    args = ["train", "--config-json", good, "--out", str(a), "--config-json", good, "--out", str(b),
+            "--config-json", bad, "--out", str(c), "--set", "seed=4", "--quiet"]
+    assert main(args) == 1                                       # one member diverged: the run fails ...
+    assert a.exists() and b.exists() and not c.exists()          # ... but the others are saved, it is not
+    assert "not saved" in capsys.readouterr().err
+    assert load_model(a).config["seed"] == 4
+    assert main(["train", "--config-json", good, "--out", str(a), "--out", str(b)]) == 2  # one --out per config

@@ -25,3 +25,28 @@ def test_search_on_gpu_matches_cpu():
 def test_training_on_gpu():
     trained = train_from_config({"data": {"name": "lin_sep"}, "device": "cuda", "training": {"epochs": 10}})
     assert next(trained.model.parameters()).is_cuda and trained.meta["acc_test"] > 0.99
+
+
+def test_population_on_gpu_matches_cpu():
+    import numpy as np
+
+    from ctbench.training import Objective, TrainParams
+    from ctbench.training.population import Member, train_population
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 300)
+    X = rng.standard_normal((300, 3)) + 1.5 * (2 * y[:, None] - 1)
+
+    def members():
+        return [Member(build_model({"type": "mlp"}, 3, 2, seed=s).double(), Objective(obj),
+                       TrainParams(epochs=3, batch_size=30, nce=50, seed=s),
+                       make_generator({"type": "ecco"}) if obj != "vanilla" else None,
+                       Convergence("threshold", 0.75, 10), name=f"{obj}{s}")
+                for s, obj in enumerate(["full", "vanilla", "energy", "adversarial"])]
+
+    cpu = train_population(members(), X, y, dtype=torch.float64)
+    gpu = train_population(members(), X, y, dtype=torch.float64, device="cuda")
+    for c, g in zip(cpu, gpu, strict=True):
+        assert g.ok and next(g.model.parameters()).is_cuda
+        for p, q in zip(c.model.parameters(), g.model.parameters(), strict=True):
+            torch.testing.assert_close(q.cpu(), p, rtol=1e-8, atol=1e-8)

@@ -57,3 +57,23 @@ def test_revise_search_is_seeded_and_constrained():
     lo, hi = (torch.tensor(v) for v in data.domain)
     assert bool((a.counterfactual[:, 1] >= lo[1]).all() and (a.counterfactual[:, 1] <= hi[1]).all())
     assert np.isfinite(a.counterfactual.numpy()).all()
+
+
+def test_fitted_vae_is_cached_bit_identical(tmp_path):
+    import numpy as np
+
+    from ctbench.generators.vae import fit_cached
+
+    X = np.random.default_rng(0).normal(size=(200, 3)).astype(np.float32)
+    a = fit_cached(X, epochs=2, batch_size=50, seed=0, cache_dir=tmp_path)
+    files = list((tmp_path / "vae").glob("*.pt"))
+    assert len(files) == 1
+    b = fit_cached(X, epochs=2, batch_size=50, seed=0, cache_dir=tmp_path)        # a hit: loaded, not refitted
+    for p, q in zip(a.state_dict().values(), b.state_dict().values(), strict=True):
+        assert torch.equal(p, q)
+    fit_cached(X, epochs=3, batch_size=50, seed=0, cache_dir=tmp_path)           # other settings: another entry
+    fit_cached(X[:150], epochs=2, batch_size=50, seed=0, cache_dir=tmp_path)     # other rows: another entry
+    assert len(list((tmp_path / "vae").glob("*.pt"))) == 3
+    files[0].write_bytes(b"truncated")                                          # a broken entry is refitted
+    c = fit_cached(X, epochs=2, batch_size=50, seed=0, cache_dir=tmp_path)
+    assert torch.equal(next(iter(c.state_dict().values())), next(iter(a.state_dict().values())))

@@ -79,3 +79,17 @@ def test_workflow_paths_and_arguments():
     assert cfg["objective"]["lambda_reg"] == 0.5 and cfg["fidelity"] == "reference"
     assert w.best_json("lin_sep") == []
     assert Workflow(CONFIGS["smoke"]).best_json("lin_sep") == ["results/smoke/tune/lin_sep/best.json"]
+
+
+def test_final_training_is_one_population_job_per_dataset():
+    w = Workflow({"results": "R", "datasets": ["lin_sep"], "seeds": [0, 1], "experiments": ["single", "ablation"],
+                  "fidelity": "reference"})
+    exps, objs, seeds = w.final_members()
+    paths = [w.model_path(e, "lin_sep", o, s) for e, o, s in zip(exps, objs, seeds, strict=True)]
+    # every model the evaluations need, each once (the vanilla baseline is shared)
+    needed = {p for e in ("single", "ablation") for s in (0, 1) for p in w.eval_models(e, "lin_sep", s).values()}
+    assert set(paths) == needed and len(paths) == len(set(paths))
+    args = shlex.split(w.final_train_args("lin_sep", paths))
+    assert args.count("--config-json") == len(paths) and args[1::4] and args[3::4] == paths
+    with pytest.raises(ValueError, match="is not the model path"):
+        w.final_train_args("lin_sep", list(reversed(paths)))

@@ -128,7 +128,8 @@ def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
           generator: GradientGenerator | None, params: TrainParams, constraints: Constraints | None = None,
           convergence: Convergence | None = None, fidelity: Fidelity | str = "reference",
           X_val: Any = None, y_val: Any = None, n_classes: int | None = None,
-          device: str | torch.device = "cpu", progress: bool = False) -> tuple[nn.Module, pd.DataFrame]:
+          device: str | torch.device = "cpu", progress: bool = False,
+          dtype: torch.dtype = torch.float32) -> tuple[nn.Module, pd.DataFrame]:
     """Train ``model`` in place with counterfactual training; returns the model and a per-epoch log.
 
     Raises :class:`TrainingDivergedError` when more than ``params.max_nonfinite_batches`` batch losses are
@@ -136,7 +137,7 @@ def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
     """
     fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
     device = torch.device(device)
-    X = torch.as_tensor(np.asarray(X_train), dtype=torch.float32, device=device)
+    X = torch.as_tensor(np.asarray(X_train), dtype=dtype, device=device)
     y = torch.as_tensor(np.asarray(y_train), dtype=torch.long, device=device)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"training data must be X (n, D) and y (n,), got {tuple(X.shape)} and {tuple(y.shape)}")
@@ -147,13 +148,13 @@ def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
         raise ValueError(f"labels must lie in 0..{K - 1}")
     Xv = yv = None
     if X_val is not None:
-        Xv = torch.as_tensor(np.asarray(X_val), dtype=torch.float32, device=device)
+        Xv = torch.as_tensor(np.asarray(X_val), dtype=dtype, device=device)
         yv = torch.as_tensor(np.asarray(y_val), dtype=torch.long, device=device)
     cons = constraints or Constraints(X.shape[1])
     conv = convergence or Convergence()
     if objective.needs_counterfactuals and generator is None:
         raise ValueError(f"objective {objective.name!r} needs a counterfactual generator")
-    model.to(device)
+    model.to(device=device, dtype=dtype)
     gen = torch.Generator().manual_seed(int(params.seed))
     opt = torch.optim.Adam(model.parameters(), lr=params.lr)
     N, b = X.shape[0], params.batch_size

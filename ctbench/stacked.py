@@ -1,0 +1,162 @@
+"""G models of one architecture as one tensor program: stacked weights, one batched forward for all members.
+
+Tiny MLPs spend their time in per-operation overhead, not arithmetic, so training G of them one after another costs
+about G times the overhead of one. Stacking member weights along a leading axis (``W[g]`` of shape (in, out)) turns G
+forwards into one ``torch.baddbmm`` per layer. :class:`StackedMLP` is built from ordinary ``MLP``/``LinearModel``
+instances (so member g starts from exactly the weights ``build_model(..., seed=seed_g)`` gives) and hands each member
+back as an ordinary model of the same class, so files, evaluation and reports do not know a population was involved.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from .models import MLP, LinearModel
+
+
+def stackable(model: nn.Module) -> bool:
+    """True for the plain MLP/linear models of :mod:`ctbench.models` (Linear layers with ReLU in between)."""
+    if not isinstance(model, (MLP, LinearModel)):
+        return False
+    mods = list(model)
+    return all(isinstance(m, nn.Linear) for m in mods[0::2]) and all(isinstance(m, nn.ReLU) for m in mods[1::2])
+
+
+def architecture(model: nn.Module) -> tuple:
+    """A hashable signature: models with equal signatures can share a :class:`StackedMLP`."""
+    if not stackable(model):
+        return ("unstackable", type(model).__name__, id(model))
+    return (type(model).__name__,) + tuple((m.in_features, m.out_features) for m in model if isinstance(m, nn.Linear))
+
+
+class StackedMLP(nn.Module):
+    """G stacked MLPs: ``forward`` maps (G, n, D) to (G, n, K) through member g's weights for rows (g, ·).
+
+    All weights live in one parameter ``flat`` of shape (G, P) (P = weights per member) so that an optimiser step
+    for the whole population is a handful of tensor operations; layer l uses the view ``W_l`` (G, in, out) and the
+    bias (G, 1, out) of it.
+    """
+
+    def __init__(self, weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor], template: nn.Module):
+        super().__init__()
+        G = weights[0].shape[0]
+        pieces, self.layout = [], []
+        offset = 0
+        for w, b in zip(weights, biases, strict=True):
+            n_in, n_out = w.shape[1], w.shape[2]
+            self.layout.append((offset, n_in, n_out))
+            pieces += [w.reshape(G, -1), b.reshape(G, -1)]
+            offset += n_in * n_out + n_out
+        self.flat = nn.Parameter(torch.cat(pieces, 1).contiguous())
+        self.__dict__["_template"] = copy.deepcopy(template).cpu()  # not a submodule: its weights are not ours
+
+    @classmethod
+    def from_models(cls, models: Sequence[nn.Module]) -> StackedMLP:
+        if not models:
+            raise ValueError("StackedMLP needs at least one model")
+        sig = architecture(models[0])
+        for i, m in enumerate(models):
+            if not stackable(m):
+                raise ValueError(f"member {i}: {type(m).__name__} cannot be stacked (only MLP and linear models)")
+            if architecture(m) != sig:
+                raise ValueError(f"member {i}: architecture {architecture(m)} differs from member 0's {sig}")
+        layers = [[m for m in model if isinstance(m, nn.Linear)] for model in models]
+        n_layers = len(layers[0])
+        weights = [torch.stack([lay[i].weight.detach().t() for lay in layers]) for i in range(n_layers)]
+        biases = [torch.stack([lay[i].bias.detach()[None, :] for lay in layers]) for i in range(n_layers)]
+        return cls(weights, biases, models[0])
+
+    @property
+    def size(self) -> int:
+        return self.flat.shape[0]
+
+    def layer(self, i: int, flat: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W (G, in, out), b (G, 1, out)) of layer ``i`` as views of ``flat``."""
+        flat = self.flat if flat is None else flat
+        off, n_in, n_out = self.layout[i]
+        G = flat.shape[0]
+        w = flat[:, off:off + n_in * n_out].view(G, n_in, n_out)
+        b = flat[:, off + n_in * n_out:off + n_in * n_out + n_out].view(G, 1, n_out)
+        return w, b
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` (G, n, D) → logits (G, n, K); member g's rows go through member g's weights only.
+
+        Plain batched products, for training through autograd (the transposed output layer of
+        :meth:`forward_cached` would hand ReLU's backward a gradient of other strides, which is slow)."""
+        h = x
+        last = len(self.layout) - 1
+        for i in range(len(self.layout)):
+            w, b = self.layer(i)
+            h = torch.baddbmm(b, h, w)
+            if i < last:
+                h = torch.relu(h)
+        return h
+
+    def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Logits (G, n, K) and the hidden activations, for :meth:`input_grad`.
+
+        The output layer is computed as (G, K, n) and returned transposed: a batched product with only K = 2–10
+        output columns is several times slower than the same product with n columns.
+        """
+        hidden, h = [], x
+        last = len(self.layout) - 1
+        for i in range(last):
+            w, b = self.layer(i)
+            h = torch.relu(torch.baddbmm(b, h, w))
+            hidden.append(h)
+        w, b = self.layer(last)
+        logits = torch.baddbmm(b.transpose(1, 2), w.transpose(1, 2), h.transpose(1, 2)).transpose(1, 2)
+        return logits, hidden
+
+    def predict(self, x: torch.Tensor) -> torch.Tensor:
+        """Predicted classes (G, n): argmax over the classes, taken on the (G, K, n) layout (an argmax over a last
+        axis of 2–10 entries is several times slower)."""
+        return self.forward_cached(x)[0].transpose(1, 2).argmax(1)
+
+    def input_grad(self, hidden: list[torch.Tensor], dlogits: torch.Tensor,
+                   out: torch.Tensor | None = None) -> torch.Tensor:
+        """∂L/∂x from ∂L/∂logits by hand: one batched product per layer and a ReLU mask, no autograd graph.
+
+        The ReLU passes the gradient where its output is > 0, autograd's own rule (``threshold_backward``), so the
+        result agrees with autograd's.
+        """
+        g = dlogits
+        for i in range(len(self.layout) - 1, -1, -1):
+            w, _ = self.layer(i)
+            if i == 0 and out is not None:  # the (G, n, D) result into a reused buffer: no fresh pages per step
+                return torch.bmm(g, w.transpose(1, 2), out=out)
+            g = torch.bmm(g, w.transpose(1, 2))
+            if i > 0:
+                g = torch.ops.aten.threshold_backward(g, hidden[i - 1], 0)
+        return g
+
+    def select(self, members: torch.Tensor | Sequence[int]) -> StackedMLP:
+        """A detached sub-population (copies of the chosen members' weights), e.g. for a search."""
+        idx = torch.as_tensor(members, dtype=torch.long, device=self.flat.device)
+        flat = self.flat.detach().index_select(0, idx)
+        layers = [self.layer(i, flat) for i in range(len(self.layout))]
+        sub = StackedMLP([w for w, _ in layers], [b for _, b in layers], self._template)
+        return sub.requires_grad_(False)
+
+    def member(self, g: int) -> nn.Module:
+        """Member ``g`` as an ordinary model of the template's class (on the stack's device)."""
+        model = copy.deepcopy(self._template).to(device=self.flat.device, dtype=self.flat.dtype)
+        linear = [m for m in model if isinstance(m, nn.Linear)]
+        with torch.no_grad():
+            for i, lin in enumerate(linear):
+                w, b = self.layer(i)
+                lin.weight.copy_(w[g].t())
+                lin.bias.copy_(b[g, 0])
+        return model.eval()
+
+    def finite(self) -> torch.Tensor:
+        """(G,) bool: all of member g's weights are finite."""
+        return torch.isfinite(self.flat.detach()).all(1)
+
+
+__all__ = ["StackedMLP", "architecture", "stackable"]

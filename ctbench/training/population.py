@@ -1,0 +1,576 @@
+"""Train a population of models at once: G members that share a data set, as one tensor program.
+
+Members may differ in seed, objective and its λ's, nce, burn-in, learning rate, generator (Generic or ECCo and their
+parameters) and convergence rule (τ, T, kind); and in the rows they train on (``Member.rows``: e.g. leave-one-out
+subsets of one training set). Each member runs exactly the single-model recipe of :func:`~.trainer.train` (reference
+§1.2–1.4) with its own random stream, seeded from its own ``params.seed``: its weights, batches and counterfactuals
+equal those of a single run with the same settings, up to float round-off (tested). What is shared is the program:
+stacked weights (:class:`~ctbench.stacked.StackedMLP`), one forward/backward per mini-batch for all members, one
+masked Adam step, and one batched counterfactual search per epoch (:func:`~ctbench.generators.population.
+population_search`).
+
+Members that cannot share a program (other architecture, batch size or epochs) are put in separate groups
+automatically; models that cannot be stacked (not a plain MLP/linear model, or a generator with custom search hooks)
+run through the single-model trainer. Members with different search spaces (feature space; the latent space of a
+REVISE VAE) share the training program and search once per space each epoch. A member
+whose loss or weights stop being finite is reported (name, settings, epoch) and returned without a model; the others
+go on. Invalid per-member settings are rejected before any training starts.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..constraints import Constraints
+from ..fidelity import Fidelity, resolve_fidelity
+from ..generators.base import Convergence, GradientGenerator
+from ..generators.population import (
+    LatentSpace,
+    MemberSearchSettings,
+    PopulationSearchResult,
+    batchable,
+    population_search,
+    search_space,
+)
+from ..stacked import StackedMLP, architecture, stackable
+from .objectives import Objective
+from .trainer import TrainingDivergedError, TrainParams, sample_targets, train
+
+_PARTS = ("clf", "div", "reg", "adv")
+
+
+@dataclass
+class Member:
+    """One model of a population: its initial model, objective, training parameters and search settings.
+
+    ``rows``: indices of the training rows this member trains on, in order (``None`` = all rows), e.g. the training
+    set with one point left out.
+    """
+
+    model: nn.Module
+    objective: Objective
+    params: TrainParams
+    generator: GradientGenerator | None = None
+    convergence: Convergence = field(default_factory=Convergence)
+    name: str = ""
+    rows: Any = None
+
+    def describe(self) -> str:
+        o = self.objective
+        gen = "none" if self.generator is None else self.generator.name
+        return (f"member {self.name!r} (objective {o.name}, seed {self.params.seed}, lr {self.params.lr}, "
+                f"nce {self.params.nce}, burnin {self.params.burnin}, generator {gen}, "
+                f"tau {self.convergence.tau}, T {self.convergence.max_iter})")
+
+
+@dataclass
+class MemberResult:
+    """A trained member (``model``, per-epoch ``log``) or a failed one (``model`` None, ``error`` set)."""
+
+    name: str
+    model: nn.Module | None
+    log: pd.DataFrame
+    error: str | None = None
+    population_size: int = 1
+    population_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def seconds(self) -> float:
+        """Wall time of the member's population divided by its size (the amortised cost of one member)."""
+        return self.population_seconds / max(self.population_size, 1)
+
+
+def seed_members(make: Any, seeds: Sequence[int]) -> list[Member]:
+    """One member per seed: ``make(seed)`` returns a :class:`Member` (e.g. the random-seed retraining of Black
+    et al.: same data, same settings, G seeds)."""
+    members = [make(int(s)) for s in seeds]
+    for s, m in zip(seeds, members, strict=True):
+        if m.params.seed != int(s):
+            raise ValueError(f"seed_members: make({s}) returned a member with params.seed {m.params.seed}")
+        m.name = m.name or f"seed{s}"
+    return members
+
+
+def leave_one_out_members(make: Any, n_rows: int, left_out: Sequence[int]) -> list[Member]:
+    """One member per left-out training row: ``make()`` returns a fresh :class:`Member` (all with the same seed,
+    hence the same initial weights); member i trains on every row but ``left_out[i]`` (leave-one-out retraining)."""
+    members = []
+    for r in left_out:
+        r = int(r)
+        if not 0 <= r < n_rows:
+            raise ValueError(f"leave_one_out_members: row {r} is not in 0..{n_rows - 1}")
+        m = make()
+        m.rows = np.delete(np.arange(n_rows), r)
+        m.name = m.name or f"loo{r}"
+        members.append(m)
+    return members
+
+
+def _validate(members: Sequence[Member], n_rows: int) -> list[torch.Tensor | None]:
+    if not members:
+        raise ValueError("train_population: no members")
+    names = [m.name or str(i) for i, m in enumerate(members)]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"train_population: member names must be unique; repeated: {dup}")
+    rows = []
+    for i, m in enumerate(members):
+        m.name = names[i]
+        where = f"member {m.name!r}"
+        if not isinstance(m.objective, Objective):
+            raise ValueError(f"{where}: objective must be a ctbench.training.Objective, got {type(m.objective)}")
+        if not isinstance(m.params, TrainParams):
+            raise ValueError(f"{where}: params must be a ctbench.training.TrainParams, got {type(m.params)}")
+        if m.objective.needs_counterfactuals and m.generator is None:
+            raise ValueError(f"{where}: objective {m.objective.name!r} needs a counterfactual generator")
+        if not isinstance(m.model, nn.Module):
+            raise ValueError(f"{where}: model must be a torch.nn.Module")
+        if m.rows is None:
+            rows.append(None)
+            continue
+        r = torch.as_tensor(np.asarray(m.rows), dtype=torch.long).reshape(-1)
+        if r.numel() == 0:
+            raise ValueError(f"{where}: rows is empty; a member needs at least one training row")
+        if int(r.min()) < 0 or int(r.max()) >= n_rows:
+            raise ValueError(f"{where}: rows must lie in 0..{n_rows - 1} (the training set has {n_rows} rows)")
+        if torch.unique(r).numel() != r.numel():
+            raise ValueError(f"{where}: rows contains repeated indices")
+        rows.append(r)
+    return rows
+
+
+def _group_key(m: Member) -> tuple:
+    can_stack = stackable(m.model) and batchable(m.generator)
+    arch = architecture(m.model) if can_stack else ("single", id(m))
+    return (arch, m.params.batch_size, m.params.epochs)
+
+
+def train_population(members: Sequence[Member], X_train: Any, y_train: Any, *, constraints: Constraints | None = None,
+                     fidelity: Fidelity | str = "reference", X_val: Any = None, y_val: Any = None,
+                     n_classes: int | None = None, device: str | torch.device = "cpu",
+                     dtype: torch.dtype = torch.float32, progress: bool = False) -> list[MemberResult]:
+    """Train every member; returns one :class:`MemberResult` per member, in order.
+
+    Members are grouped into populations that can share one program (same architecture, batch size and epochs;
+    an MLP or linear model; Generic or ECCo generator); each group trains at once. A group member that cannot be
+    stacked trains alone through :func:`~.trainer.train`.
+    """
+    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
+    device = torch.device(device)
+    X = torch.as_tensor(np.asarray(X_train), dtype=dtype, device=device)
+    y = torch.as_tensor(np.asarray(y_train), dtype=torch.long, device=device)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ValueError(f"training data must be X (n, D) and y (n,), got {tuple(X.shape)} and {tuple(y.shape)}")
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError("training features contain NaN or Inf; clean the data first")
+    K = int(n_classes if n_classes is not None else int(y.max()) + 1)
+    if int(y.min()) < 0 or int(y.max()) >= K:
+        raise ValueError(f"labels must lie in 0..{K - 1}")
+    rows = _validate(members, X.shape[0])
+    cons = constraints or Constraints(X.shape[1])
+    Xv = yv = None
+    if X_val is not None:
+        Xv = torch.as_tensor(np.asarray(X_val), dtype=dtype, device=device)
+        yv = torch.as_tensor(np.asarray(y_val), dtype=torch.long, device=device)
+    groups: dict[tuple, list[int]] = {}
+    for i, m in enumerate(members):
+        groups.setdefault(_group_key(m), []).append(i)
+    results: list[MemberResult | None] = [None] * len(members)
+    for key, idx in groups.items():
+        t0 = time.perf_counter()
+        if key[0][0] == "single":
+            (i,) = idx
+            results[i] = _train_single(members[i], rows[i], X, y, cons, fid, Xv, yv, K, device, dtype, progress)
+            results[i].population_seconds = time.perf_counter() - t0
+            continue
+        group = _PopulationRun([members[i] for i in idx], [rows[i] for i in idx], X, y, cons, fid, Xv, yv, K, dtype)
+        for i, res in zip(idx, group.run(progress), strict=True):
+            res.population_size, res.population_seconds = len(idx), time.perf_counter() - t0
+            results[i] = res
+    return results  # type: ignore[return-value]
+
+
+def _train_single(m: Member, rows, X, y, cons, fid, Xv, yv, K, device, dtype, progress) -> MemberResult:
+    Xm, ym = (X, y) if rows is None else (X[rows.to(X.device)], y[rows.to(y.device)])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            model, log = train(copy.deepcopy(m.model).to(dtype), Xm.cpu().numpy(), ym.cpu().numpy(),
+                               objective=m.objective, generator=m.generator, params=m.params, constraints=cons,
+                               convergence=m.convergence, fidelity=fid, X_val=None if Xv is None else Xv.cpu().numpy(),
+                               y_val=None if yv is None else yv.cpu().numpy(), n_classes=K, device=device,
+                               progress=progress, dtype=dtype)
+    except TrainingDivergedError as err:
+        return MemberResult(m.name, None, pd.DataFrame(), f"{m.describe()} diverged: {err}")
+    return MemberResult(m.name, model, log)
+
+
+class _PositiveSampler:
+    """``trainer.sample_positives`` for one member with its class index built once (same random draws)."""
+
+    def __init__(self, y_member: torch.Tensor, n_classes: int):
+        self.counts = torch.bincount(y_member, minlength=n_classes)
+        self.order = torch.argsort(y_member, stable=True)
+        self.starts = torch.cumsum(self.counts, 0) - self.counts
+
+    def __call__(self, target: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        c = self.counts[target]
+        if bool((c == 0).any()):
+            missing = sorted(set(target[c == 0].tolist()))
+            raise ValueError(f"no training points of target class(es) {missing} to draw x⁺ from")
+        u = torch.rand(target.shape, generator=gen, dtype=torch.float64)
+        return self.order[self.starts[target] + torch.minimum((u * c).long(), c - 1)]
+
+
+class _PopulationRun:
+    """One stackable group: the epoch loop of ``trainer.train`` with a member axis on every tensor."""
+
+    def __init__(self, members, rows, X, y, cons, fid, Xv, yv, K, dtype):
+        self.members, self.X, self.y, self.cons, self.fid, self.Xv, self.yv, self.K = (
+            members, X, y, cons, fid, Xv, yv, K)
+        dev = X.device
+        self.G = G = len(members)
+        self.N = X.shape[0]
+        self.stack = StackedMLP.from_models([m.model for m in members]).to(device=dev, dtype=dtype)
+        self.shared = all(r is None for r in rows)
+        self.n_rows = [self.N if r is None else int(r.numel()) for r in rows]
+        self.rows = [torch.arange(self.N) if r is None else r.cpu() for r in rows]
+        p0 = members[0].params
+        self.epochs, self.b = p0.epochs, p0.batch_size
+        self.n_batches = [-(-n // self.b) for n in self.n_rows]
+        self.NB = max(self.n_batches)
+        self.gens = [torch.Generator().manual_seed(int(m.params.seed)) for m in members]
+        self.lr = torch.tensor([m.params.lr for m in members], dtype=torch.float64, device=dev)
+        self.n_rows_t = torch.tensor(self.n_rows, device=dev)
+        self.has_batch = torch.arange(self.NB, device=dev)[None, :] < torch.tensor(self.n_batches, device=dev)[:, None]
+        self.lam4 = torch.tensor([[m.objective.lambdas()[k] for k in _PARTS] for m in members], dtype=dtype,
+                                 device=dev)
+        self.use4 = torch.tensor([[k in m.objective.parts for k in _PARTS] for m in members], device=dev)
+        self.all_parts = torch.ones(G, 4, dtype=torch.bool, device=dev)
+        self.clf_only = torch.zeros(G, 4, dtype=torch.bool, device=dev)
+        self.clf_only[:, 0] = True
+        self.burnin = [round(m.params.burnin * m.params.epochs) for m in members]
+        self.needs_cf = [m.objective.needs_counterfactuals for m in members]
+        self.max_nonfinite = torch.tensor([m.params.max_nonfinite_batches for m in members], device=dev)
+        # members share the training program whatever their search space; the per-epoch search runs once per
+        # space (feature space, or one VAE's latent space), each a batched search over its members
+        self.spaces: dict[tuple, tuple[list[int], MemberSearchSettings, Any]] = {}
+        by_space: dict[tuple, list[int]] = {}
+        for i in range(G):
+            if self.needs_cf[i]:
+                by_space.setdefault(search_space(members[i].generator), []).append(i)
+        for space, idx in by_space.items():
+            gen0 = members[idx[0]].generator
+            vae = gen0.vae.to(dev).requires_grad_(False) if gen0.latent else None
+            settings = MemberSearchSettings.build([members[i].generator for i in idx],
+                                                  [members[i].convergence for i in idx], device=dev, dtype=dtype)
+            self.spaces[space] = (idx, settings, vae)
+        self.space_of = {i: space for space, (idx, _, _) in self.spaces.items() for i in idx}
+        y_cpu = y.cpu()
+        self.samplers = [_PositiveSampler(y_cpu[r], K) if self.needs_cf[i] else None
+                         for i, r in enumerate(self.rows)]
+        # member row index (G, N_max), padded with the last row; membership mask for training accuracy
+        n_max = max(self.n_rows)
+        self.index = torch.stack([torch.cat([r, r[-1:].expand(n_max - len(r))]) for r in self.rows]).to(dev)
+        if not self.shared:
+            self.in_train = torch.zeros(G, self.N, dtype=torch.bool, device=dev)
+            for g, r in enumerate(self.rows):
+                self.in_train[g, r.to(dev)] = True
+        # Adam state (torch.optim.Adam defaults β = (0.9, 0.999), ε = 1e-8), one step counter per member
+        self.m1 = torch.zeros_like(self.stack.flat)
+        self.m2 = torch.zeros_like(self.stack.flat)
+        self.steps = torch.zeros(G, dtype=torch.float64, device=dev)
+        self.alive = torch.ones(G, dtype=torch.bool, device=dev)
+        self.errors: list[str | None] = [None] * G
+
+    # -- counterfactuals of one epoch ---------------------------------------------------------------------------
+    def _epoch_counterfactuals(self, active: list[int]):
+        """Reference §1.3 for the members in ``active``, batched; returns per-batch padded tensors for all G."""
+        G, X, dev = self.G, self.X, self.X.device
+        sel = torch.tensor(active, device=dev)
+        sub = self.stack.select(sel)
+        ns, perms = [], []
+        for g in active:
+            nce = self.members[g].params.nce
+            n = self.n_rows[g] if nce is None else min(max(nce, self.n_batches[g]), self.n_rows[g])
+            perm = torch.randperm(self.n_rows[g], generator=self.gens[g])[:n]
+            ns.append(n)
+            perms.append(self.rows[g][perm])
+        n_max = max(ns)
+        fidx = torch.stack([torch.cat([p, p[-1:].expand(n_max - len(p))]) for p in perms]).to(dev)
+        valid = torch.arange(n_max, device=dev)[None, :] < torch.tensor(ns, device=dev)[:, None]
+        xf = X[fidx]
+        with torch.no_grad():
+            predicted = sub.predict(xf).cpu()
+        target = torch.zeros(len(active), n_max, dtype=torch.long)
+        for j, g in enumerate(active):
+            target[j, :ns[j]] = sample_targets(predicted[j, :ns[j]], self.K, self.gens[g])
+        target_d = target.to(dev)
+        t0 = time.perf_counter()
+        res = self._search(active, sub, xf, target_d, valid)
+        search_seconds = time.perf_counter() - t0
+        mature = res.mature
+        if self.fid.initially_valid_is_immature:
+            mature = mature & ~res.initially_valid
+        y_ae = self.y[fidx] if self.fid.adversarial_label == "true" else predicted.to(dev)
+        pos = torch.zeros(len(active), n_max, dtype=torch.long)
+        for j, g in enumerate(active):
+            pos[j, :ns[j]] = self.rows[g][self.samplers[g](target[j, :ns[j]], self.gens[g])]
+        x_plus = X[pos.to(dev)]
+        x_cf = torch.where(mature[..., None], res.counterfactual, x_plus)
+        x_plus = self.cons.protect_positive(x_plus, x_cf)
+        # split each member's tuples into its n_batches contiguous groups: (G_active, NB, m_max) gather index
+        # split_obs per member: the first n % n_b groups get one tuple more
+        n_t = torch.tensor(ns)
+        nb_t = torch.tensor([self.n_batches[g] for g in active])
+        q, r = n_t // nb_t, n_t % nb_t
+        col = torch.arange(self.NB)[None, :]
+        sizes = torch.where(col < nb_t[:, None], q[:, None] + (col < r[:, None]).long(), 0)
+        starts = torch.cumsum(sizes, 1) - sizes
+        m_max = int(sizes.max())
+        full = len(active) == G and bool((sizes == sizes[:1]).all())  # every member has the same groups
+
+        def for_all(t):  # (Ga, n_max, ...) → (G, n_max, ...), zero rows for members not searching this epoch
+            if full:
+                return t
+            out = torch.zeros((G, *t.shape[1:]), dtype=t.dtype, device=dev)
+            out[sel] = t
+            return out
+
+        batches = {"x_ae": for_all(res.nascent), "x_cf": for_all(x_cf), "x_plus": for_all(x_plus),
+                   "target": for_all(target_d), "y_ae": for_all(y_ae), "full": full,
+                   "m_max": sizes.max(0).values.tolist(), "start": starts[0].tolist()}
+        if not full:  # per batch, a (G, m) gather index into each member's tuples and the mask of real ones
+            ar = torch.arange(m_max)
+            index = torch.zeros(G, self.NB, m_max, dtype=torch.long)
+            mask = torch.zeros(G, self.NB, m_max, dtype=torch.bool)
+            index[sel.cpu()] = (starts[..., None] + ar).clamp(max=n_max - 1)
+            mask[sel.cpu()] = ar < sizes[..., None]
+            batches["index"], batches["mask"] = index.to(dev), mask.to(dev)
+        cnt = valid.sum(1).double()
+        share = (torch.where(valid, mature, False).sum(1) / cnt).tolist()
+        steps = (torch.where(valid, res.steps, 0).sum(1) / cnt).tolist()
+        stats = {g: (share[j], steps[j]) for j, g in enumerate(active)}
+        return batches, stats, search_seconds
+
+    def _search(self, active: list[int], sub: StackedMLP, xf, target, valid) -> PopulationSearchResult:
+        """One batched search per search space among the ``active`` members; results in ``active`` order."""
+        dev = xf.device
+        parts = []
+        for space, (idx, settings, vae) in self.spaces.items():
+            js = [j for j, g in enumerate(active) if self.space_of.get(g) == space]
+            if not js:
+                continue
+            jt = torch.tensor(js, device=dev)
+            pos = torch.tensor([idx.index(active[j]) for j in js], device=dev)
+            latent = None
+            if vae is not None:
+                gen = self.members[idx[0]].generator
+                latent = LatentSpace(vae, [self.gens[active[j]] for j in js], gen.enforce_mutability)
+            res = population_search(sub.select(jt) if len(js) < len(active) else sub, xf[jt], target[jt],
+                                    settings.select(pos), self.cons, valid[jt], latent=latent)
+            parts.append((jt, res))
+        if len(parts) == 1:
+            return parts[0][1]
+        out = {}
+        for name in PopulationSearchResult.__dataclass_fields__:
+            first = getattr(parts[0][1], name)
+            full = torch.zeros((len(active), *first.shape[1:]), dtype=first.dtype, device=dev)
+            for jt, res in parts:
+                full[jt] = getattr(res, name)
+            out[name] = full
+        return PopulationSearchResult(**out)
+
+    # -- one mini-batch -----------------------------------------------------------------------------------------
+    def _batch_loss(self, i: int, order, cf):
+        """Total loss (G,), parts (G, 4: clf, div, reg, adv) and which parts exist (G, 4) for mini-batch ``i``."""
+        G, b, dev = self.G, self.b, self.X.device
+        a = i * b
+        if self.shared and order is None:
+            z = min(a + b, self.N)
+            xb, yb = self.X[a:z].expand(G, -1, -1), self.y[a:z].expand(G, -1)
+            bmask = None
+        else:
+            src = self.index if order is None else order
+            z = min(a + b, src.shape[1])
+            rows = src[:, a:z]
+            xb, yb = self.X[rows], self.y[rows]
+            bmask = (torch.arange(a, z, device=dev)[None, :] < self.n_rows_t[:, None])
+        nb = xb.shape[1]
+        m = 0 if cf is None else int(cf["m_max"][i])
+        if m:  # the batch's counterfactual tuples: a slice of every member's tuples, or a gather when they differ
+            if cf["full"]:
+                a = cf["start"][i]
+                x_ae, x_cf, x_plus = (cf[k][:, a:a + m] for k in ("x_ae", "x_cf", "x_plus"))
+                t, y_ae = cf["target"][:, a:a + m], cf["y_ae"][:, a:a + m]
+            else:
+                idx = cf["index"][:, i, :m]
+                x_ae, x_cf, x_plus = (cf[k].gather(1, idx[..., None].expand(-1, -1, cf[k].shape[-1]))
+                                      for k in ("x_ae", "x_cf", "x_plus"))
+                t, y_ae = cf["target"].gather(1, idx), cf["y_ae"].gather(1, idx)
+            logits = self.stack(torch.cat([xb, x_ae, x_cf, x_plus], 1))  # one forward pass for all four
+            lb, lae, lt = logits[:, :nb], logits[:, nb:nb + m], logits[:, nb + m:]
+        else:
+            lb = self.stack(xb)
+        K = lb.shape[-1]
+        ce = F.cross_entropy(lb.reshape(-1, K), yb.reshape(-1), reduction="none").view(G, nb)
+        clf = ce.mean(1) if bmask is None else torch.where(bmask, ce, 0.0).sum(1) / bmask.sum(1).clamp(min=1)
+        if not m:
+            parts = torch.stack([clf, *(torch.full_like(clf, float("nan")),) * 3], 1)
+            return self.lam4[:, 0] * clf, parts, self.clf_only
+        f = lt.gather(2, t.repeat(1, 2)[..., None]).squeeze(2)  # f(x')[y⁺] then f(x⁺)[y⁺]: (G, 2m)
+        f_cf, f_plus = f[:, :m], f[:, m:]
+        adv = F.cross_entropy(lae.reshape(-1, K), y_ae.reshape(-1), reduction="none").view(G, m)
+        per_tuple = torch.stack([f_cf - f_plus, f_cf.square() + f_plus.square(), adv], 2)  # div, reg, adv
+        if cf["full"]:
+            tup = per_tuple.mean(1)
+            have = self.all_parts
+        else:
+            cmask = cf["mask"][:, i, :m]
+            tup = torch.where(cmask[..., None], per_tuple, 0.0).sum(1) / cmask.sum(1).clamp(min=1)[:, None]
+            have = torch.cat([self.clf_only[:, :1], cmask.any(1)[:, None].expand(G, 3)], 1)
+        parts = torch.cat([clf[:, None], tup], 1)
+        total = torch.where(self.use4 & have, self.lam4 * parts, 0.0).sum(1)
+        return total, parts, have
+
+    def _adam_step(self, grad: torch.Tensor, upd: torch.Tensor) -> None:
+        """torch.optim.Adam (β = 0.9, 0.999; ε = 1e-8) on the members in ``upd``; the others are left untouched."""
+        self.steps += upd.to(self.steps.dtype)
+        live = upd & (self.steps > 0)
+        bc1 = 1 - 0.9 ** self.steps
+        bc2 = 1 - 0.999 ** self.steps
+        p = self.stack.flat
+        dt = p.dtype
+        step_size = torch.where(live, self.lr / bc1.clamp(min=1e-300), 0.0).to(dt)[:, None]
+        bc2_sqrt = torch.where(live, bc2.sqrt(), 1.0).to(dt)[:, None]
+        w = upd.to(dt)[:, None]
+        with torch.no_grad():
+            grad = torch.where(upd[:, None], grad, 0.0)
+            self.m1.lerp_(grad, 0.1 * w)
+            self.m2.lerp_(grad.square(), 0.001 * w)
+            denom = (self.m2.sqrt() / bc2_sqrt).add_(1e-8)
+            p.sub_(step_size * self.m1 / denom)
+
+    # -- the epoch loop -----------------------------------------------------------------------------------------
+    def run(self, progress: bool) -> list[MemberResult]:
+        G, dev = self.G, self.X.device
+        logs: list[list[dict]] = [[] for _ in range(G)]
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+            bar = tqdm(total=self.epochs, desc=f"population of {G}", unit="epoch")
+        nonfinite = torch.zeros(G, dtype=torch.long, device=dev)
+        for epoch in range(1, self.epochs + 1):
+            t0 = time.perf_counter()
+            alive = self.alive.tolist()
+            active = [g for g in range(G) if alive[g] and self.needs_cf[g] and epoch > self.burnin[g]]
+            cf, stats, search_seconds = None, {}, 0.0
+            if active:
+                self.stack.eval()
+                cf, stats, search_seconds = self._epoch_counterfactuals(active)
+            order = None
+            if self.fid.shuffle_batches:
+                n_max = self.index.shape[1]
+                perms = []
+                for g in range(G):
+                    p = self.rows[g][torch.randperm(self.n_rows[g], generator=self.gens[g])]
+                    perms.append(torch.cat([p, p[-1:].expand(n_max - len(p))]))
+                order = torch.stack(perms).to(dev)
+            sums = torch.zeros(G, 5, dtype=torch.float64, device=dev)   # loss, clf, div, reg, adv
+            seen = torch.zeros(G, 4, dtype=torch.bool, device=dev)
+            n_ok = torch.zeros(G, dtype=torch.long, device=dev)
+            skipped = torch.zeros(G, dtype=torch.long, device=dev)
+            for i in range(self.NB):
+                total, parts, have = self._batch_loss(i, order, cf)
+                finite = torch.isfinite(total)
+                tried = self.alive & self.has_batch[:, i]
+                bad = tried & ~finite
+                nonfinite += bad
+                skipped += bad
+                self.alive &= ~(bad & (nonfinite > self.max_nonfinite))
+                upd = tried & finite & self.alive
+                (grad,) = torch.autograd.grad(torch.where(upd, total, 0.0).sum(), self.stack.flat)
+                self._adam_step(grad, upd)
+                n_ok += upd
+                ok = torch.cat([upd[:, None], upd[:, None] & have], 1)
+                sums += torch.where(ok, torch.cat([total[:, None], parts], 1).detach(), 0.0)
+                seen |= ok[:, 1:]
+            self._end_of_epoch(epoch, nonfinite, skipped, n_ok, sums, seen, stats, search_seconds, logs, t0)
+            if bar is not None:
+                bar.set_postfix(alive=int(self.alive.sum()))
+                bar.update()
+        if bar is not None:
+            bar.close()
+        out = []
+        for g, m in enumerate(self.members):
+            log = pd.DataFrame(logs[g])
+            if self.errors[g] is not None:
+                out.append(MemberResult(m.name, None, log, self.errors[g]))
+            else:
+                out.append(MemberResult(m.name, self.stack.member(g), log))
+        return out
+
+    def _accuracy(self, X, y, in_train=None) -> torch.Tensor:
+        G = self.G
+        correct = torch.zeros(G, dtype=torch.float64, device=X.device)
+        with torch.no_grad():
+            for a in range(0, X.shape[0], 8192):
+                xb = X[a:a + 8192]
+                hit = self.stack.predict(xb.expand(G, -1, -1)) == y[a:a + 8192]
+                if in_train is not None:
+                    hit &= in_train[:, a:a + 8192]
+                correct += hit.sum(1)
+        n = torch.tensor(self.n_rows, device=X.device) if in_train is not None else X.shape[0]
+        return correct / n
+
+    def _end_of_epoch(self, epoch, nonfinite, skipped, n_ok, sums, seen, stats, search_seconds, logs, t0):
+        G = self.G
+        was_alive = [e is None for e in self.errors]
+        finite_w = self.stack.finite()
+        acc_train = self._accuracy(self.X, self.y, None if self.shared else self.in_train).tolist()
+        acc_val = self._accuracy(self.Xv, self.yv).tolist() if self.Xv is not None and len(self.Xv) else [np.nan] * G
+        alive, nf, sk, ok = self.alive.tolist(), nonfinite.tolist(), skipped.tolist(), n_ok.tolist()
+        fw = finite_w.tolist()
+        sums = dict(zip(("loss", *_PARTS), sums.t().tolist(), strict=True))
+        seen = dict(zip(_PARTS, seen.t().tolist(), strict=True))
+        seconds = time.perf_counter() - t0
+        for g in range(G):
+            if not was_alive[g]:
+                continue
+            m = self.members[g]
+            if not alive[g]:
+                self.errors[g] = (f"{m.describe()} diverged: non-finite loss at epoch {epoch}; {nf[g]} non-finite "
+                                  f"batch(es) in total exceed training.max_nonfinite_batches="
+                                  f"{m.params.max_nonfinite_batches}. Lower the learning rate or the penalty "
+                                  "strengths.")
+            elif not fw[g]:
+                self.errors[g] = f"{m.describe()} diverged: model weights became non-finite at epoch {epoch}"
+                self.alive[g] = False
+            if sk[g] and alive[g]:
+                warnings.warn(f"{m.name}: skipped {sk[g]} non-finite batch loss(es) at epoch {epoch}",
+                              RuntimeWarning, stacklevel=3)
+            row = {"epoch": epoch, "loss": sums["loss"][g] / ok[g] if ok[g] else float("nan")}
+            for k in _PARTS:
+                row[k] = sums[k][g] / ok[g] if seen[k][g] and ok[g] else float("nan")
+            mature, steps = stats.get(g, (float("nan"), float("nan")))
+            row.update(share_mature=mature, mean_steps=steps, search_seconds=search_seconds if g in stats else 0.0,
+                       nonfinite_batches=nf[g], acc_train=acc_train[g], acc_val=acc_val[g], seconds=seconds)
+            logs[g].append(row)
+
+
+__all__ = ["Member", "MemberResult", "leave_one_out_members", "seed_members", "train_population"]
