@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from .generators import mlp_grad
+from .generators.mlp_grad import Layers
 from .models import MLP, LinearModel
 
 
@@ -97,43 +99,30 @@ class StackedMLP(nn.Module):
                 h = torch.relu(h)
         return h
 
-    def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """Logits (G, n, K) and the hidden activations, for :meth:`input_grad`.
+    def layers(self) -> Layers:
+        """The member-stacked layers ``[(W (G, in, out), b (G, out)), …]`` of :mod:`ctbench.generators.mlp_grad`."""
+        return [(w, b.squeeze(1)) for w, b in (self.layer(i) for i in range(len(self.layout)))]
 
-        The output layer is computed as (G, K, n) and returned transposed: a batched product with only K = 2–10
-        output columns is several times slower than the same product with n columns.
+    def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Logits (G, n, K) and the hidden activations, for :meth:`input_grad` (closed form, no autograd graph).
+
+        The logits are a transposed view of a class-major (G, K, n) tensor (:func:`mlp_grad.forward`): products and
+        reductions over only K = 2–10 classes are several times slower in the other layout.
         """
-        hidden, h = [], x
-        last = len(self.layout) - 1
-        for i in range(last):
-            w, b = self.layer(i)
-            h = torch.relu(torch.baddbmm(b, h, w))
-            hidden.append(h)
-        w, b = self.layer(last)
-        logits = torch.baddbmm(b.transpose(1, 2), w.transpose(1, 2), h.transpose(1, 2)).transpose(1, 2)
-        return logits, hidden
+        logits_t, hidden = mlp_grad.forward(x, self.layers())
+        return logits_t.transpose(1, 2), hidden
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:
-        """Predicted classes (G, n): argmax over the classes, taken on the (G, K, n) layout (an argmax over a last
-        axis of 2–10 entries is several times slower)."""
+        """Predicted classes (G, n), taken on the class-major layout."""
         return self.forward_cached(x)[0].transpose(1, 2).argmax(1)
 
     def input_grad(self, hidden: list[torch.Tensor], dlogits: torch.Tensor,
                    out: torch.Tensor | None = None) -> torch.Tensor:
-        """∂L/∂x from ∂L/∂logits by hand: one batched product per layer and a ReLU mask, no autograd graph.
-
-        The ReLU passes the gradient where its output is > 0, autograd's own rule (``threshold_backward``), so the
-        result agrees with autograd's.
-        """
-        g = dlogits
-        for i in range(len(self.layout) - 1, -1, -1):
-            w, _ = self.layer(i)
-            if i == 0 and out is not None:  # the (G, n, D) result into a reused buffer: no fresh pages per step
-                return torch.bmm(g, w.transpose(1, 2), out=out)
-            g = torch.bmm(g, w.transpose(1, 2))
-            if i > 0:
-                g = torch.ops.aten.threshold_backward(g, hidden[i - 1], 0)
-        return g
+        """∂L/∂x from ∂L/∂logits (G, n, K) by hand (:func:`mlp_grad.first_layer_grad`), ReLU by autograd's own rule;
+        ``out``: a reused (G, n, D) buffer for the result (a fresh tensor of that size costs page faults)."""
+        layers = self.layers()
+        g = mlp_grad.first_layer_grad(dlogits.transpose(1, 2), layers, hidden)
+        return torch.bmm(g, layers[0][0].transpose(1, 2), out=out)
 
     def select(self, members: torch.Tensor | Sequence[int]) -> StackedMLP:
         """A detached sub-population (copies of the chosen members' weights), e.g. for a search."""
