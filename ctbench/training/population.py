@@ -48,6 +48,8 @@ from .objectives import Objective
 from .trainer import TrainingDivergedError, TrainParams, sample_targets, train
 
 _PARTS = ("clf", "div", "reg", "adv")
+#: factuals × features per member from which the epoch's search runs member by member (see ``_search_each``)
+PER_MEMBER_SEARCH_FLOATS = 1 << 17
 
 
 @dataclass
@@ -377,6 +379,9 @@ class _PopulationRun:
             if not js:
                 continue
             jt = torch.tensor(js, device=dev)
+            if vae is None and xf.shape[1] * xf.shape[2] >= PER_MEMBER_SEARCH_FLOATS:
+                parts.append((jt, self._search_each(active, js, sub, xf, target, valid)))
+                continue
             pos = torch.tensor([idx.index(active[j]) for j in js], device=dev)
             latent = None
             if vae is not None:
@@ -395,6 +400,23 @@ class _PopulationRun:
                 full[jt] = getattr(res, name)
             out[name] = full
         return PopulationSearchResult(**out)
+
+    def _search_each(self, active, js, sub, xf, target, valid) -> PopulationSearchResult:
+        """Member by member through the single-model search: for large factual sets (e.g. 5000 × 108) the search is
+        bound by memory traffic, and the single-model path, which works on row chunks that stay in cache, beats
+        one stacked program. Same results as the single trainer by construction."""
+        n_max = xf.shape[1]
+        out = {name: [] for name in PopulationSearchResult.__dataclass_fields__}
+        for j in js:
+            g = active[j]
+            n = int(valid[j].sum())
+            m = self.members[g]
+            r = m.generator.search(sub.member(j), xf[j, :n], target[j, :n], self.cons, m.convergence, self.gens[g])
+            for name in out:
+                v = getattr(r, name)
+                pad = torch.zeros((n_max - n, *v.shape[1:]), dtype=v.dtype, device=v.device)
+                out[name].append(torch.cat([v, pad]))
+        return PopulationSearchResult(**{k: torch.stack(v) for k, v in out.items()})
 
     # -- one mini-batch -----------------------------------------------------------------------------------------
     def _batch_loss(self, i: int, order, cf):
