@@ -297,6 +297,9 @@ class _PopulationRun:
         self.m1 = torch.zeros_like(self.stack.flat)
         self.m2 = torch.zeros_like(self.stack.flat)
         self.steps = torch.zeros(G, dtype=torch.float64, device=dev)
+        self.uniform_steps: int | None = 0   # every member has taken this many steps (None once they differ)
+        self.step_size_base = self.lr.to(dtype)[:, None]
+        self.full_batch = [all(i < n for n in self.n_batches) for i in range(self.NB)]
         self.alive = torch.ones(G, dtype=torch.bool, device=dev)
         self.errors: list[str | None] = [None] * G
 
@@ -470,6 +473,19 @@ class _PopulationRun:
         total = torch.where(self.use4 & have, self.lam4 * parts, 0.0).sum(1)
         return total, parts, have
 
+    def _adam_step_all(self, grad: torch.Tensor) -> None:
+        """:meth:`_adam_step` when every member updates and all have taken the same number of steps: the bias
+        corrections are plain numbers, as in torch.optim.Adam, and no mask is needed."""
+        self.uniform_steps += 1
+        self.steps += 1
+        bc1 = 1 - 0.9 ** self.uniform_steps
+        bc2_sqrt = (1 - 0.999 ** self.uniform_steps) ** 0.5
+        with torch.no_grad():
+            self.m1.lerp_(grad, 0.1)
+            self.m2.mul_(0.999).addcmul_(grad, grad, value=0.001)
+            denom = (self.m2.sqrt() / bc2_sqrt).add_(1e-8)
+            self.stack.flat.sub_(self.m1.div(denom).mul_(self.step_size_base / bc1))
+
     def _adam_step(self, grad: torch.Tensor, upd: torch.Tensor) -> None:
         """torch.optim.Adam (β = 0.9, 0.999; ε = 1e-8) on the members in ``upd``; the others are left untouched."""
         self.steps += upd.to(self.steps.dtype)
@@ -517,8 +533,18 @@ class _PopulationRun:
             seen = torch.zeros(G, 4, dtype=torch.bool, device=dev)
             n_ok = torch.zeros(G, dtype=torch.long, device=dev)
             skipped = torch.zeros(G, dtype=torch.long, device=dev)
+            fast_ok = 0
             for i in range(self.NB):
                 total, parts, have = self._batch_loss(i, order, cf)
+                if self.uniform_steps is not None and self.full_batch[i] and bool(torch.isfinite(total).all()):
+                    # the common case, every member alive, with a batch and a finite loss: no masks needed
+                    (grad,) = torch.autograd.grad(total.sum(), self.stack.flat)
+                    self._adam_step_all(grad)
+                    fast_ok += 1
+                    sums += torch.cat([total[:, None], parts], 1).detach()
+                    seen |= have
+                    continue
+                self.uniform_steps = None
                 finite = torch.isfinite(total)
                 tried = self.alive & self.has_batch[:, i]
                 bad = tried & ~finite
@@ -532,6 +558,7 @@ class _PopulationRun:
                 ok = torch.cat([upd[:, None], upd[:, None] & have], 1)
                 sums += torch.where(ok, torch.cat([total[:, None], parts], 1).detach(), 0.0)
                 seen |= ok[:, 1:]
+            n_ok += fast_ok
             self._end_of_epoch(epoch, nonfinite, skipped, n_ok, sums, seen, stats, search_seconds, logs, t0)
             if bar is not None:
                 bar.set_postfix(alive=int(self.alive.sum()))
