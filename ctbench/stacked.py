@@ -85,15 +85,26 @@ class StackedMLP(nn.Module):
         b = flat[:, off + n_in * n_out:off + n_in * n_out + n_out].view(G, 1, n_out)
         return w, b
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def leaves(self) -> list[torch.Tensor]:
+        """[W₀, b₀, W₁, b₁, …] as leaf tensors that share ``flat``'s memory, for training: autograd then hands back
+        one gradient per layer tensor (cheap to concatenate) instead of scattering each into a zero (G, P) tensor,
+        and an optimiser step on ``flat`` updates them in place."""
+        flat = self.flat.detach()
+        out = []
+        for i in range(len(self.layout)):
+            out += [t.requires_grad_(True) for t in self.layer(i, flat)]
+        return out
+
+    def forward(self, x: torch.Tensor, leaves: list[torch.Tensor] | None = None) -> torch.Tensor:
         """``x`` (G, n, D) → logits (G, n, K); member g's rows go through member g's weights only.
 
         Plain batched products, for training through autograd (the transposed output layer of
-        :meth:`forward_cached` would hand ReLU's backward a gradient of other strides, which is slow)."""
+        :meth:`forward_cached` would hand ReLU's backward a gradient of other strides, which is slow).
+        ``leaves``: the layer tensors of :meth:`leaves` to differentiate with respect to."""
         h = x
         last = len(self.layout) - 1
         for i in range(len(self.layout)):
-            w, b = self.layer(i)
+            w, b = self.layer(i) if leaves is None else leaves[2 * i:2 * i + 2]
             h = torch.baddbmm(b, h, w)
             if i < last:
                 h = torch.relu(h)

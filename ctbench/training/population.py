@@ -249,6 +249,8 @@ class _PopulationRun:
         self.G = G = len(members)
         self.N = X.shape[0]
         self.stack = StackedMLP.from_models([m.model for m in members]).to(device=dev, dtype=dtype)
+        self.stack.requires_grad_(False)
+        self.leaves = self.stack.leaves()
         self.shared = all(r is None for r in rows)
         self.n_rows = [self.N if r is None else int(r.numel()) for r in rows]
         self.rows = [torch.arange(self.N) if r is None else r.cpu() for r in rows]
@@ -448,10 +450,10 @@ class _PopulationRun:
                 x_ae, x_cf, x_plus = (cf[k].gather(1, idx[..., None].expand(-1, -1, cf[k].shape[-1]))
                                       for k in ("x_ae", "x_cf", "x_plus"))
                 t, y_ae = cf["target"].gather(1, idx), cf["y_ae"].gather(1, idx)
-            logits = self.stack(torch.cat([xb, x_ae, x_cf, x_plus], 1))  # one forward pass for all four
+            logits = self.stack(torch.cat([xb, x_ae, x_cf, x_plus], 1), self.leaves)  # one pass for all four
             lb, lae, lt = logits[:, :nb], logits[:, nb:nb + m], logits[:, nb + m:]
         else:
-            lb = self.stack(xb)
+            lb = self.stack(xb, self.leaves)
         K = lb.shape[-1]
         ce = F.cross_entropy(lb.reshape(-1, K), yb.reshape(-1), reduction="none").view(G, nb)
         clf = ce.mean(1) if bmask is None else torch.where(bmask, ce, 0.0).sum(1) / bmask.sum(1).clamp(min=1)
@@ -472,6 +474,11 @@ class _PopulationRun:
         parts = torch.cat([clf[:, None], tup], 1)
         total = torch.where(self.use4 & have, self.lam4 * parts, 0.0).sum(1)
         return total, parts, have
+
+    def _grad(self, loss: torch.Tensor) -> torch.Tensor:
+        """∂loss/∂flat (G, P), assembled from the per-layer gradients."""
+        grads = torch.autograd.grad(loss, self.leaves)
+        return torch.cat([g.reshape(self.G, -1) for g in grads], 1)
 
     def _adam_step_all(self, grad: torch.Tensor) -> None:
         """:meth:`_adam_step` when every member updates and all have taken the same number of steps: the bias
@@ -538,8 +545,7 @@ class _PopulationRun:
                 total, parts, have = self._batch_loss(i, order, cf)
                 if self.uniform_steps is not None and self.full_batch[i] and bool(torch.isfinite(total).all()):
                     # the common case, every member alive, with a batch and a finite loss: no masks needed
-                    (grad,) = torch.autograd.grad(total.sum(), self.stack.flat)
-                    self._adam_step_all(grad)
+                    self._adam_step_all(self._grad(total.sum()))
                     fast_ok += 1
                     sums += torch.cat([total[:, None], parts], 1).detach()
                     seen |= have
@@ -552,8 +558,7 @@ class _PopulationRun:
                 skipped += bad
                 self.alive &= ~(bad & (nonfinite > self.max_nonfinite))
                 upd = tried & finite & self.alive
-                (grad,) = torch.autograd.grad(torch.where(upd, total, 0.0).sum(), self.stack.flat)
-                self._adam_step(grad, upd)
+                self._adam_step(self._grad(torch.where(upd, total, 0.0).sum()), upd)
                 n_ok += upd
                 ok = torch.cat([upd[:, None], upd[:, None] & have], 1)
                 sums += torch.where(ok, torch.cat([total[:, None], parts], 1).detach(), 0.0)
