@@ -45,7 +45,7 @@ from ..generators.population import (
 )
 from ..stacked import StackedMLP, architecture, stackable
 from .objectives import Objective
-from .trainer import TrainingDivergedError, TrainParams, sample_targets, train
+from .trainer import TrainingDivergedError, TrainParams, sample_targets, train, training_tensors
 
 _PARTS = ("clf", "div", "reg", "adv")
 #: factuals × features per member from which the epoch's search runs member by member (see ``_search_each``)
@@ -169,26 +169,14 @@ def train_population(members: Sequence[Member], X_train: Any, y_train: Any, *, c
     """Train every member; returns one :class:`MemberResult` per member, in order.
 
     Members are grouped into populations that can share one program (same architecture, batch size and epochs;
-    an MLP or linear model; Generic or ECCo generator); each group trains at once. A group member that cannot be
+    an MLP or linear model; Generic, ECCo or REVISE generator); each group trains at once. A member that cannot be
     stacked trains alone through :func:`~.trainer.train`.
     """
     fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
     device = torch.device(device)
-    X = torch.as_tensor(np.asarray(X_train), dtype=dtype, device=device)
-    y = torch.as_tensor(np.asarray(y_train), dtype=torch.long, device=device)
-    if X.ndim != 2 or y.shape != (X.shape[0],):
-        raise ValueError(f"training data must be X (n, D) and y (n,), got {tuple(X.shape)} and {tuple(y.shape)}")
-    if not bool(torch.isfinite(X).all()):
-        raise ValueError("training features contain NaN or Inf; clean the data first")
-    K = int(n_classes if n_classes is not None else int(y.max()) + 1)
-    if int(y.min()) < 0 or int(y.max()) >= K:
-        raise ValueError(f"labels must lie in 0..{K - 1}")
+    X, y, Xv, yv, K = training_tensors(X_train, y_train, X_val, y_val, n_classes, device, dtype)
     rows = _validate(members, X.shape[0])
     cons = constraints or Constraints(X.shape[1])
-    Xv = yv = None
-    if X_val is not None:
-        Xv = torch.as_tensor(np.asarray(X_val), dtype=dtype, device=device)
-        yv = torch.as_tensor(np.asarray(y_val), dtype=torch.long, device=device)
     groups: dict[tuple, list[int]] = {}
     for i, m in enumerate(members):
         groups.setdefault(_group_key(m), []).append(i)

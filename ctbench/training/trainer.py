@@ -124,19 +124,10 @@ def _accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
         return float((model(X).argmax(1) == y).float().mean())
 
 
-def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
-          generator: GradientGenerator | None, params: TrainParams, constraints: Constraints | None = None,
-          convergence: Convergence | None = None, fidelity: Fidelity | str = "reference",
-          X_val: Any = None, y_val: Any = None, n_classes: int | None = None,
-          device: str | torch.device = "cpu", progress: bool = False,
-          dtype: torch.dtype = torch.float32) -> tuple[nn.Module, pd.DataFrame]:
-    """Train ``model`` in place with counterfactual training; returns the model and a per-epoch log.
-
-    Raises :class:`TrainingDivergedError` when more than ``params.max_nonfinite_batches`` batch losses are
-    non-finite or the weights stop being finite.
-    """
-    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
-    device = torch.device(device)
+def training_tensors(X_train: Any, y_train: Any, X_val: Any, y_val: Any, n_classes: int | None,
+                     device: torch.device, dtype: torch.dtype):
+    """Checked tensors ``(X, y, X_val, y_val, n_classes)`` for a trainer; a clear error for bad shapes, NaN/Inf
+    features or labels outside 0..K−1."""
     X = torch.as_tensor(np.asarray(X_train), dtype=dtype, device=device)
     y = torch.as_tensor(np.asarray(y_train), dtype=torch.long, device=device)
     if X.ndim != 2 or y.shape != (X.shape[0],):
@@ -150,6 +141,23 @@ def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
     if X_val is not None:
         Xv = torch.as_tensor(np.asarray(X_val), dtype=dtype, device=device)
         yv = torch.as_tensor(np.asarray(y_val), dtype=torch.long, device=device)
+    return X, y, Xv, yv, K
+
+
+def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
+          generator: GradientGenerator | None, params: TrainParams, constraints: Constraints | None = None,
+          convergence: Convergence | None = None, fidelity: Fidelity | str = "reference",
+          X_val: Any = None, y_val: Any = None, n_classes: int | None = None,
+          device: str | torch.device = "cpu", progress: bool = False,
+          dtype: torch.dtype = torch.float32) -> tuple[nn.Module, pd.DataFrame]:
+    """Train ``model`` in place with counterfactual training; returns the model and a per-epoch log.
+
+    Raises :class:`TrainingDivergedError` when more than ``params.max_nonfinite_batches`` batch losses are
+    non-finite or the weights stop being finite.
+    """
+    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
+    device = torch.device(device)
+    X, y, Xv, yv, K = training_tensors(X_train, y_train, X_val, y_val, n_classes, device, dtype)
     cons = constraints or Constraints(X.shape[1])
     conv = convergence or Convergence()
     if objective.needs_counterfactuals and generator is None:
