@@ -45,7 +45,7 @@ from ..generators.population import (
 )
 from ..stacked import StackedMLP, architecture, stackable
 from .objectives import Objective
-from .trainer import TrainingDivergedError, TrainParams, sample_targets, train, training_tensors
+from .trainer import PositiveSampler, TrainingDivergedError, TrainParams, sample_targets, train, training_tensors
 
 _PARTS = ("clf", "div", "reg", "adv")
 #: factuals × features per member from which the epoch's search runs member by member (see ``_search_each``)
@@ -210,23 +210,6 @@ def _train_single(m: Member, rows, X, y, cons, fid, Xv, yv, K, device, dtype, pr
     return MemberResult(m.name, model, log)
 
 
-class _PositiveSampler:
-    """``trainer.sample_positives`` for one member with its class index built once (same random draws)."""
-
-    def __init__(self, y_member: torch.Tensor, n_classes: int):
-        self.counts = torch.bincount(y_member, minlength=n_classes)
-        self.order = torch.argsort(y_member, stable=True)
-        self.starts = torch.cumsum(self.counts, 0) - self.counts
-
-    def __call__(self, target: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-        c = self.counts[target]
-        if bool((c == 0).any()):
-            missing = sorted(set(target[c == 0].tolist()))
-            raise ValueError(f"no training points of target class(es) {missing} to draw x⁺ from")
-        u = torch.rand(target.shape, generator=gen, dtype=torch.float64)
-        return self.order[self.starts[target] + torch.minimum((u * c).long(), c - 1)]
-
-
 class _PopulationRun:
     """One stackable group: the epoch loop of ``trainer.train`` with a member axis on every tensor."""
 
@@ -274,7 +257,7 @@ class _PopulationRun:
             self.spaces[space] = (idx, settings, vae)
         self.space_of = {i: space for space, (idx, _, _) in self.spaces.items() for i in idx}
         y_cpu = y.cpu()
-        self.samplers = [_PositiveSampler(y_cpu[r], K) if self.needs_cf[i] else None
+        self.samplers = [PositiveSampler(y_cpu[r], K) if self.needs_cf[i] else None
                          for i, r in enumerate(self.rows)]
         # member row index (G, N_max), padded with the last row; membership mask for training accuracy
         n_max = max(self.n_rows)

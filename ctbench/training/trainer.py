@@ -68,17 +68,27 @@ def sample_targets(predicted: torch.Tensor, n_classes: int, gen: torch.Generator
     return (predicted + shift) % n_classes
 
 
+class PositiveSampler:
+    """x⁺ draws for one training set: for each target class, one training point of that (true) class, uniformly
+    with replacement. The class index is built once, so a trainer can draw every epoch without re-sorting."""
+
+    def __init__(self, y: torch.Tensor, n_classes: int):
+        self.counts = torch.bincount(y, minlength=n_classes)
+        self.order = torch.argsort(y, stable=True)
+        self.starts = torch.cumsum(self.counts, 0) - self.counts
+
+    def __call__(self, target: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        c = self.counts[target]
+        if bool((c == 0).any()):
+            missing = sorted(set(target[c == 0].tolist()))
+            raise ValueError(f"no training points of target class(es) {missing} to draw x⁺ from")
+        u = torch.rand(target.shape, generator=gen, dtype=torch.float64)
+        return self.order[self.starts[target] + torch.minimum((u * c).long(), c - 1)]
+
+
 def sample_positives(y: torch.Tensor, target: torch.Tensor, n_classes: int, gen: torch.Generator) -> torch.Tensor:
     """For each target class, the index of one training point of that (true) class, uniformly with replacement."""
-    counts = torch.bincount(y, minlength=n_classes)
-    if bool((counts[target] == 0).any()):
-        missing = sorted(set(target[counts[target] == 0].tolist()))
-        raise ValueError(f"no training points of target class(es) {missing} to draw x⁺ from")
-    order = torch.argsort(y, stable=True)
-    starts = torch.cumsum(counts, 0) - counts
-    u = torch.rand(target.shape, generator=gen, dtype=torch.float64)
-    offset = torch.minimum((u * counts[target]).long(), counts[target] - 1)
-    return order[starts[target] + offset]
+    return PositiveSampler(y, n_classes)(target, gen)
 
 
 @dataclass
