@@ -20,6 +20,15 @@ def family(dataset: str) -> str:
     return FAMILY.get(dataset, "tabular")
 
 
+def model_folder(experiment: str, objective: str) -> str:
+    """The folder of a final model: shared models live once (see :meth:`Workflow.model_path`)."""
+    if objective == "vanilla":
+        return "baseline"
+    if (experiment, objective) == ("ablation", "full"):
+        return "single"
+    return experiment
+
+
 @dataclass
 class Workflow:
     """Paths and job settings derived from a (validated) workflow config."""
@@ -45,10 +54,10 @@ class Workflow:
     # -- paths ---------------------------------------------------------------------------------------------------
     def model_path(self, experiment: str, dataset: str, objective: str, seed: int) -> str:
         """Where a final model lives. The vanilla baseline ignores counterfactual and mutability settings, so one
-        BL per dataset and seed (``models/baseline/``) serves the single, mutability and ablation experiments."""
-        if objective == "vanilla":
-            experiment = "baseline"
-        return f"{self.results}/models/{experiment}/{dataset}/{objective}_s{seed}.pt"
+        BL per dataset and seed (``models/baseline/``) serves the single, mutability and ablation experiments; the
+        ablation's full CT model has exactly the config of the single experiment's, so it is that model (one model,
+        one number)."""
+        return f"{self.results}/models/{model_folder(experiment, objective)}/{dataset}/{objective}_s{seed}.pt"
 
     def eval_path(self, experiment: str, dataset: str, seed: int) -> str:
         return f"{self.results}/eval/{experiment}/{dataset}_s{seed}.csv.gz"
@@ -141,12 +150,17 @@ class Workflow:
     def grid_outputs(self, grids: list[str] | None = None) -> list[str]:
         names = [g for g in self.grid_names() if g not in ("tune", "tune_lr")] if grids is None else grids
         return [self.grid_chunk_path(g, d, k, i, s) for g in names for d in self.grid_datasets(g)
-                for (k, i, _) in self.grid_chunks(g) for s in self.seeds]
+                for (k, i, _) in self.grid_chunks(g) for s in self.grid_seeds()]
+
+    def grid_seeds(self) -> list[int]:
+        """Seeds of the grid searches and tuning: the first training seed (the authors' grids ran one seed each);
+        more training seeds add uncertainty to the final models' tables, not to the hyper-parameter choice."""
+        return self.seeds[:1]
 
     def tune_chunks(self, dataset: str) -> list[str]:
         names = [g for g in self.grid_names() if g in ("tune", "tune_lr")]
         return [self.grid_chunk_path(g, dataset, k, i, s) for g in names if dataset in self.grid_datasets(g)
-                for (k, i, _) in self.grid_chunks(g) for s in self.seeds]
+                for (k, i, _) in self.grid_chunks(g) for s in self.grid_seeds()]
 
     def tune_outputs(self) -> list[str]:
         names = [g for g in self.grid_names() if g in ("tune", "tune_lr")]
@@ -232,7 +246,7 @@ class Workflow:
         for e in self.experiments:
             for o in EXPERIMENT_OBJECTIVES[e]:
                 for s in self.seeds:
-                    triples.append(("baseline" if o == "vanilla" else e, o, s))
+                    triples.append((model_folder(e, o), o, s))
         triples = list(dict.fromkeys(triples))
         return [t[0] for t in triples], [t[1] for t in triples], [t[2] for t in triples]
 
@@ -258,6 +272,15 @@ class Workflow:
 
     def eval_models(self, experiment: str, dataset: str, seed: int) -> dict[str, str]:
         return {o: self.model_path(experiment, dataset, o, seed) for o in EXPERIMENT_OBJECTIVES[experiment]}
+
+    def evaluated_models(self, experiment: str, dataset: str, seed: int) -> dict[str, str]:
+        """The models one evaluation job searches. The ablation leaves out CT and BL when the ``single`` evaluation
+        has them: the protocol keys every random stream by the model's name, so their rows would be identical, and
+        the report takes them from ``single``."""
+        models = self.eval_models(experiment, dataset, seed)
+        if experiment == "ablation" and "single" in self.experiments:
+            models = {o: p for o, p in models.items() if o not in EXPERIMENT_OBJECTIVES["single"]}
+        return models
 
     def model_args(self, models: dict[str, str]) -> str:
         return " ".join(f"--model {shlex.quote(f'{name}={path}')}" for name, path in models.items())

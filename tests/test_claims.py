@@ -14,6 +14,7 @@ from ctbench.report.claims import (
     NOT_REPRODUCED,
     NOT_YET_RUN,
     PARTLY,
+    PRIMARY,
     REPRODUCED,
     VERDICTS,
     ClaimsError,
@@ -59,6 +60,8 @@ def _verdict(tmp_path: Path, claims: list[dict], report: Path) -> pd.DataFrame:
 
 @pytest.mark.parametrize(("ours", "significant", "expected"), [
     (25.0, True, REPRODUCED),        # within ±5 of 26.26
+    (-1.0, True, NOT_REPRODUCED),    # within ±5 of a small published value cannot save an opposite sign
+    (30.0, False, PARTLY),           # the star is lost
     (31.0, True, REPRODUCED),        # edge: |31 - 26.26| = 4.74
     (10.0, True, PARTLY),            # right sign, magnitude off
     (60.0, True, PARTLY),
@@ -67,11 +70,12 @@ def _verdict(tmp_path: Path, claims: list[dict], report: Path) -> pd.DataFrame:
 ])
 def test_value_rule_verdicts(tmp_path, ours, significant, expected):
     report = _table1(tmp_path, [("LS", "IP", ours, 0.5, significant)])
-    v = _verdict(tmp_path, [_value_claim()], report).loc["ip_ls"]
+    claim = _value_claim(published=2.0) if ours == -1.0 else _value_claim()
+    v = _verdict(tmp_path, [claim], report).loc["ip_ls"]
     assert v["verdict"] == expected
     assert v["ours"] == f"{ours:.2f}"
     assert v["interval"] == "± 0.50"
-    assert v["published"] == "26.26"
+    assert v["published"] == ("2.00" if ours == -1.0 else "26.26")
 
 
 def test_value_rule_reads_our_dataset_names_and_notes_significance(tmp_path):
@@ -269,11 +273,19 @@ def test_repository_claims_file_is_valid_and_covers_the_paper():
                    "ig_protected_lower", "ct_more_training_time", "ablation_full_most_consistent"):
         assert needed in ids
     rules = {c.rule for c in claims}
-    assert rules == {"value", "no_effect", "relation", "most_often"}
-    # every Table 1 cell of the final version is a claim with its published value
-    pub = {(c.spec["select"]["dataset"], c.spec["select"]["metric"]): c.published for c in claims
-           if c.id.startswith("t1_")}
-    assert len(pub) == 27 and pub[("Circ", "IP")] == 58.88 and pub[("Cred", "Cost")] == -18.17
+    assert rules == {"value", "no_effect", "relation", "most_often", "which", "cell"}
+    # every Table 1 cell is a claim, judged against every version's published value
+    cells = {(c.spec["dataset"], c.spec["metric"]) for c in claims if c.rule == "cell"}
+    assert len(cells) == 27
+    assert all(c.versions[0] == PRIMARY for c in claims if c.rule == "cell")
+    from ctbench.report.claims.rules import published_cell
+
+    assert published_cell("satml_2026", "Circ", "IP")["reduction_pct"] == 58.88
+    assert published_cell("preprint_2025_07", "Cred", "Cost")["reduction_pct"] == -17.43
+    assert published_cell("preprint_2025_03", "Adult", "Cost") is None  # March: cost of synthetic data only
+    for needed in ("accuracy_preserved", "rq4_ecco_beats_generic", "rq4_revise_worst", "rq4_more_steps_help",
+                   "prop31_protection_lowers_reliance", "accuracy_grid_synthetic"):
+        assert needed in ids
 
 
 # --------------------------------------------------------------------------------------------------- outputs
@@ -297,16 +309,120 @@ def test_write_verdicts_and_summary(tmp_path):
 
 def test_training_times_from_sidecars(tmp_path):
     paths = []
-    for name, obj, secs in (("ct", "full", 9.5), ("bl", "vanilla", 1.5)):
+    # population members share one wall time: BL "takes" as long as CT; the load-independent cost tells them apart
+    for name, obj, steps in (("ct", "full", [20.0, 10.0]), ("bl", "vanilla", [None, None])):
         p = tmp_path / f"{name}.pt.json"
-        p.write_text(json.dumps({"dataset": {"name": "lin_sep"}, "objective_effective": {"name": obj},
-                                 "seed": 0, "train_seconds": secs}))
+        p.write_text(json.dumps({"dataset": {"name": "lin_sep", "meta": {"n_train": 100}},
+                                 "objective_effective": {"name": obj}, "config": {"training": {"nce": 50}},
+                                 "log": {"mean_steps": steps}, "seed": 0, "train_seconds": 2.0}))
         paths.append(p)
     df = training_times(paths)
-    assert df[["dataset", "objective", "train_seconds"]].values.tolist() == [["LS", "full", 9.5],
-                                                                             ["LS", "vanilla", 1.5]]
+    assert df[["dataset", "objective", "train_seconds"]].values.tolist() == [["LS", "full", 2.0],
+                                                                             ["LS", "vanilla", 2.0]]
+    assert df["grad_evals"].tolist() == [2 * 100 + 50 * 30.0, 2 * 100]
     report = tmp_path / "report"
     report.mkdir()
     df.to_csv(report / "training_time.csv", index=False)
     v = evaluate_claims(ROOT / "claims.yaml", report).set_index("claim").loc["ct_more_training_time"]
-    assert v["verdict"] == PARTLY and "LS 9.5 vs 1.5" in v["ours"]   # holds on LS, other datasets not run
+    assert v["verdict"] == PARTLY and "LS 1.7e+03 vs 200" in v["ours"]   # holds on LS, other datasets not run
+
+
+# ------------------------------------------------------------------------------------ the ledger's principles
+
+
+def test_significance_disagreement_caps_in_both_directions(tmp_path):
+    """A star the paper does not have is as much a disagreement as a missing star (issue 11: t1_ipstar_ol)."""
+    report = _table1(tmp_path, [("OL", "IP*", -20.0, 14.0, True), ("Moon", "IP*", 8.0, 9.0, False)])
+    claims = [_value_claim("ol", dataset="OL", select={"dataset": "OL", "metric": "IP*"}, published=-24.5,
+                           tolerance={"abs": 10.0}, significant=False),
+              _value_claim("moon", dataset="Moon", select={"dataset": "Moon", "metric": "IP*"}, published=8.0,
+                           tolerance={"abs": 10.0}, significant=False)]
+    v = _verdict(tmp_path, claims, report)
+    assert v.loc["ol", "verdict"] == PARTLY and "ours is significant, the paper's is not" in v.loc["ol", "note"]
+    assert v.loc["moon", "verdict"] == REPRODUCED
+
+
+@pytest.mark.parametrize("tol", [{"abs": 435.2}, {"rel": 0.9}])
+def test_tolerances_too_wide_to_fail_are_rejected(tol):
+    with pytest.raises(ClaimsError, match="exceeds the cap"):
+        validate_claim(_value_claim(tolerance=tol), 0)
+
+
+def test_per_version_verdicts_and_a_note_where_the_authors_disagree(tmp_path):
+    report = _table1(tmp_path, [("GMSC", "IP", 11.0, 2.0, True)])
+    claim = _value_claim("gmsc", dataset="GMSC", select={"dataset": "GMSC", "metric": "IP"},
+                         published={"preprint_2025_07": 23.44, "satml_2026": 10.65})
+    v = _verdict(tmp_path, [claim], report).loc["gmsc"]
+    assert v["version"] == "preprint_2025_07" and v["published"] == "23.44"
+    assert v["verdict"] == v["verdict_preprint_2025_07"] == PARTLY   # 11 vs 23.44: magnitude off
+    assert v["verdict_satml_2026"] == REPRODUCED and v["verdict_preprint_2025_03"] == ""
+    assert "versions differ" in v["versions_note"] and "23.44" in v["versions_note"]
+    with pytest.raises(ClaimsError, match=r"no value for version\(s\) \['satml_2026'\]"):
+        validate_claim(_value_claim(published={"preprint_2025_07": 23.44}), 0)
+
+
+def test_an_added_dataset_never_changes_a_paper_verdict(tmp_path):
+    report = tmp_path / "report"
+    report.mkdir()
+    rows = [{"dataset": "LS", "metric": "IP", "objective": "full", "reduction_pct": 5.0},
+            {"dataset": "LS", "metric": "IP", "objective": "energy", "reduction_pct": -1.0},
+            {"dataset": "breast_cancer", "metric": "IP", "objective": "energy", "reduction_pct": 9.0},
+            {"dataset": "breast_cancer", "metric": "IP*", "objective": "energy", "reduction_pct": 9.0}]
+    pd.DataFrame(rows).to_csv(report / "ablation.csv", index=False)
+    claim = {"id": "ablation", "text": "full most consistent", "source": "Fig. 6", "rule": "most_often",
+             "file": "ablation.csv", "group": ["dataset", "metric"], "candidates": "objective",
+             "column": "reduction_pct", "expected": "full", "published": "full"}
+    assert _verdict(tmp_path, [claim], report).loc["ablation", "verdict"] == REPRODUCED
+
+
+@pytest.mark.parametrize(("rows", "expected"), [
+    ({"Cred": (-18.0, True), "Moon": (5.0, True), "MNIST": (-12.0, False)}, REPRODUCED),
+    ({"Cred": (-18.0, False), "Moon": (5.0, True), "MNIST": (-12.0, False)}, NOT_REPRODUCED),  # Cred n.s.
+    ({"Cred": (-18.0, True), "Moon": (-51.0, True), "MNIST": (-12.0, False)}, PARTLY),  # Moon rises too
+])
+def test_which_rule_only_cred_increases_significantly(tmp_path, rows, expected):
+    report = _table1(tmp_path, [(d, "Cost", v, 1.0, s) for d, (v, s) in rows.items()])
+    claim = {"id": "cred_only", "text": "only Cred", "source": "§4.2.2", "rule": "which", "file": "table1.csv",
+             "select": {"metric": "Cost"}, "over": {"dataset": ["Cred", "Moon", "MNIST"]},
+             "column": "reduction_pct", "op": "<", "threshold": 0, "significant": True,
+             "expected": ["Cred"], "published": "significant increases"}
+    assert _verdict(tmp_path, [claim], report).loc["cred_only", "verdict"] == expected
+
+
+def _cell_report(tmp_path, **row):
+    report = tmp_path / "report"
+    report.mkdir(exist_ok=True)
+    base = {"dataset": "Moon", "metric": "IP*", "reduction_pct": 10.0, "pm": 9.0, "significant": False,
+            "seed_mean": 9.0, "seed_lb": -3.0, "seed_ub": 21.0, "seed_significant": False, "flag": ""}
+    base.update(row)
+    pd.DataFrame([base]).to_csv(report / "table1.csv", index=False)
+    return report
+
+
+@pytest.mark.parametrize(("row", "july", "final"), [
+    # Moon IP*: July 19.26* (± 8.12), final 8.0 (± 9.44, n.s.)
+    ({}, PARTLY, REPRODUCED),                                            # n.s. like the final, not like July
+    ({"reduction_pct": 20.0, "significant": True, "seed_mean": 20.0, "seed_lb": 15.0, "seed_ub": 25.0,
+      "seed_significant": True}, REPRODUCED, PARTLY),
+    ({"reduction_pct": -8.0}, NOT_REPRODUCED, NOT_REPRODUCED),          # opposite sign (issue 11: Moon)
+    ({"reduction_pct": 20.0, "significant": True}, PARTLY, PARTLY),     # star, but not over training seeds
+    ({"reduction_pct": 20.0, "significant": True, "seed_significant": True, "seed_mean": 20.0,
+      "flag": "rests on 0.5% valid CT counterfactuals"}, PARTLY, PARTLY),
+    ({"reduction_pct": float("nan"), "significant": None,
+      "flag": "not computable: 64% of the IP* values are NaN"}, NOT_REPRODUCED, NOT_REPRODUCED),
+])
+def test_cell_rule(tmp_path, row, july, final):
+    report = _cell_report(tmp_path, **row)
+    claim = {"id": "cell", "text": "Moon IP*", "source": "Table 1", "rule": "cell", "file": "table1.csv",
+             "dataset": "Moon", "metric": "IP*", "published": "every version",
+             "versions": ["preprint_2025_07", "satml_2026", "preprint_2025_03"]}
+    v = _verdict(tmp_path, [claim], report).loc["cell"]
+    assert (v["verdict_preprint_2025_07"], v["verdict_satml_2026"]) == (july, final)
+    assert v["verdict"] == july and v["published"] == "19.26*"
+    assert "versions differ" in v["versions_note"]
+
+
+def test_cell_tolerance_is_capped():
+    from ctbench.report.claims.rules import cell_tolerance
+
+    assert cell_tolerance(217.6) == 20.0 and cell_tolerance(0.4) == 5.0 and cell_tolerance(4.0) == 8.0

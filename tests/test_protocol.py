@@ -83,3 +83,44 @@ def test_constrained_protocol_constrains_an_unconstrained_baseline():
     free = evaluate_counterfactuals({"BL": bl}, data.X_test, data.y_test, replace(prot, constrained=False),
                                     resolve_fidelity("reference"), n_classes=2, mutability=[0], dataset="lin_sep")
     assert (free["redundancy"] < 0.5).any()
+
+
+def test_one_draw_per_lambda_and_rows_independent_of_other_models(models):
+    """The authors ran one evaluation per λ, each with its own draw (reference §7.1); a model's rows depend on its
+    name and the protocol seed only, so the same model gets the same numbers in every experiment (issue 11)."""
+    data = load_dataset("lin_sep")
+    fid = resolve_fidelity("reference")
+    assert fid.redraw_per_lambda
+    prot = EvalProtocol(lambdas=(0.1, 5.0), n_individuals=30, n_runs=2)
+    kw = dict(n_classes=2, dataset="lin_sep")
+    both = evaluate_counterfactuals(models, data.X_test, data.y_test, prot, fid, **kw)
+    ct = both[both.model == "CT"]
+    by_lam = {lam: g.sort_values(["run", "individual"])["index"].to_numpy() for lam, g in ct.groupby("lambda_energy")}
+    assert (by_lam[0.1] != by_lam[5.0]).mean() > 0.5  # a fresh draw of individuals per λ
+    alone = evaluate_counterfactuals({"CT": models["CT"]}, data.X_test, data.y_test, prot, fid, **kw)
+    cols = ["run", "individual", "index", "factual", "target", "cost", "ip", "ip_star", "ip_star_pooled"]
+    assert np.array_equal(alone[cols].to_numpy(), ct[cols].to_numpy(), equal_nan=True)
+    # switch off: one draw shared by all λ's (the old behaviour), and both IP* groupings are kept
+    once = evaluate_counterfactuals(models, data.X_test, data.y_test, prot, replace(fid, redraw_per_lambda=False),
+                                    **kw)
+    c1 = once[once.model == "CT"]
+    first, last = (c1[c1.lambda_energy == lam]["index"].to_numpy() for lam in (0.1, 5.0))
+    assert np.array_equal(first, last)
+    assert (once["ip_star"] == once["ip_star_run"]).all()
+    assert (once.groupby(["model", "lambda_energy", "factual"])["ip_star_pooled"].nunique() == 1).all()
+
+
+def test_zeroed_synthetic_mutability_lambdas_are_off_by_default():
+    """With λ_reg = λ_adv = 0 the logits explode and LS's constrained validity collapses (issue 11): the reference
+    default trains synthetic mutability runs with the final table's λ's; the run records' setting is a switch."""
+    from ctbench.api import effective_objective
+    from ctbench.paper_settings import model_config
+
+    cfg = model_config("lin_sep", "mutability", "full")
+    ref = resolve_fidelity("reference")
+    assert not ref.synthetic_mutability_zero_reg_adv
+    obj, notes = effective_objective(cfg, ref, "synthetic")
+    assert obj.lambda_reg == cfg["objective"]["lambda_reg"] > 0 and obj.lambda_adv > 0 and not notes
+    zeroed = resolve_fidelity("reference", {"synthetic_mutability_zero_reg_adv": True})
+    obj, notes = effective_objective(cfg, zeroed, "synthetic")
+    assert obj.lambda_reg == obj.lambda_adv == 0.0 and notes

@@ -9,7 +9,6 @@ import pytest
 from ctbench.api import train_from_config
 from ctbench.cli import main
 from ctbench.evaluation.aggregate import reduction_table
-from ctbench.report.tables import read_published_ci
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "reference" / "published"
 
@@ -57,16 +56,19 @@ def test_report_tables_match_the_recipe(outputs):
     expected = reduction_table(single, "ip", kind="ip", label="IP", avg_row=False)
     got = t1[(t1.dataset == "LS") & (t1.metric == "IP")]
     assert got["reduction_pct"].iloc[0] == pytest.approx(expected["reduction_pct"].iloc[0])
-    if PUBLISHED.exists():
-        assert got["pub_reduction_pct"].iloc[0] == pytest.approx(26.26)
+    if PUBLISHED.exists():  # the primary comparison is the July 2025 preprint, the version reproduced
+        assert got["pub_reduction_pct"].iloc[0] == pytest.approx(29.05)
+        assert got["satml_2026_reduction_pct"].iloc[0] == pytest.approx(26.26)
     t2 = pd.read_csv(rep / "table2.csv")
     assert set(t2["model"]) == {"CT", "BL"} and (t2["n_rounds"] == 5).all()
 
 
-def test_published_ci_ip_star_rows_are_relabelled(tmp_path):
-    p = tmp_path / "appendix_ci_table.csv"
-    p.write_text("metric,dataset,ct_mean_abs,bl_mean_abs,lb_99,ub_99\nCost,LS,3,4,-1,-0.5\n"
-                 "IP,LS,0.11,0.23,-0.13,-0.11\nIP,Circ,0,0,-0.01,0\nIP,LS,2.51,3.4,-0.95,-0.84\nIP,Circ,1,2,-1,-0.5\n")
-    pub = read_published_ci(p)
-    assert pub.set_index(["metric", "dataset"]).loc[("IP*", "LS"), "ct_mean_abs"] == 0.11
-    assert pub.set_index(["metric", "dataset"]).loc[("IP", "LS"), "ct_mean_abs"] == 2.51
+def test_shipped_published_tables_are_the_shared_ones():
+    """ctbench ships a copy of reference/published; the corrected appendix CI table labels its IP* rows itself."""
+    from ctbench.report.tables import PUBLISHED_DIR
+
+    ci = pd.read_csv(PUBLISHED_DIR / "appendix_ci_table.csv").set_index(["metric", "dataset"])
+    assert ci.loc[("IP*", "LS"), "ct_mean_abs"] == 0.11 and ci.loc[("IP", "LS"), "ct_mean_abs"] == 2.51
+    if PUBLISHED.exists():
+        for f in PUBLISHED.glob("*.csv"):
+            assert (PUBLISHED_DIR / f.name).read_bytes() == f.read_bytes(), f.name

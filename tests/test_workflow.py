@@ -64,12 +64,19 @@ def test_apply_best(tmp_path):
 
 def test_workflow_paths_and_arguments():
     w = Workflow(CONFIGS["paper"])
-    assert len(w.evaluations()) == 9 * 3
+    assert w.seeds == [0, 1, 2, 3, 4]  # the paper profile trains five seeds per model (issue 11)
+    assert len(w.evaluations()) == 9 * 3 * 5
     assert w.eval_models("ablation", "adult", 0) == {
-        **{o: f"results/paper/models/ablation/adult/{o}_s0.pt" for o in ("full", "energy", "adversarial")},
+        **{o: f"results/paper/models/ablation/adult/{o}_s0.pt" for o in ("energy", "adversarial")},
+        "full": "results/paper/models/single/adult/full_s0.pt",  # the same config as single's CT: one model
         "vanilla": "results/paper/models/baseline/adult/vanilla_s0.pt"}
     assert w.eval_models("single", "adult", 0)["vanilla"] == w.eval_models("mutability", "adult", 0)["vanilla"]
-    assert len(w.final_models()) == 9 * (1 + 1 + 1 + 3)  # one shared BL and five CT-type models per dataset
+    assert w.train_config("ablation", "adult", "full", 3) == w.train_config("single", "adult", "full", 3)
+    # the ablation evaluation searches only CD and AR; CT's and BL's rows come from the single evaluation
+    assert set(w.evaluated_models("ablation", "adult", 0)) == {"energy", "adversarial"}
+    assert set(Workflow({**CONFIGS["paper"], "experiments": ["ablation"]}).evaluated_models(
+        "ablation", "adult", 0)) == {"full", "energy", "adversarial", "vanilla"}
+    assert len(w.final_models()) == 9 * 5 * (1 + 1 + 1 + 2)  # per seed: one BL, CT, constrained CT, CD, AR
     assert json.loads(w.train_config_json("baseline", "adult", "vanilla", 0))["mutability"] is None
     args = shlex.split(w.eval_args("mutability", "mnist"))
     assert "--constrained" in args and "n_individuals=25" in args and "n_runs=100" in args

@@ -1,7 +1,8 @@
 """The paper's counterfactual evaluation protocol (reference §7.1–7.3), batched.
 
-For each test-time energy penalty λ_egy, each model and all runs at once: factual/target label pairs are drawn once
-(or per run, ``fidelity.redraw_pairs_per_run``); per model and run, individuals are drawn with replacement among the
+For each test-time energy penalty λ_egy (one evaluation per λ, each with its own draw, as the authors ran it;
+``fidelity.redraw_per_lambda``), each model and all runs at once: factual/target label pairs are drawn once (or per
+run, ``fidelity.redraw_pairs_per_run``); per model and run, individuals are drawn with replacement among the
 evaluation points the model *predicts* as the factual class; one ECCo search (λ_cst = 0, T = 50, τ = 0.95
 unconstrained / 0.5 constrained) explains all n_runs × n_individuals rows; then every per-counterfactual metric.
 The result is a tidy frame, one row per counterfactual.
@@ -10,6 +11,7 @@ The result is a tidy frame, one row per counterfactual.
 from __future__ import annotations
 
 import time
+import zlib
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -86,6 +88,12 @@ def draw_individuals(predicted: np.ndarray, factual: np.ndarray, rng: np.random.
     return out
 
 
+def model_key(name: str) -> int:
+    """A stable integer for a model's name: its random streams depend on who it is, not on which other models
+    share the evaluation (so ``full`` gets the same rows in ``single`` and in ``ablation``)."""
+    return zlib.crc32(name.encode())
+
+
 def evaluate_counterfactuals(models: dict[str, Any], X_eval: Any, y_eval: Any, protocol: EvalProtocol,
                              fidelity: Fidelity, *, n_classes: int, categorical_groups: list[list[int]] | None = None,
                              mutability: Any = None, dataset: str = "", progress: bool = False) -> pd.DataFrame:
@@ -95,49 +103,64 @@ def evaluate_counterfactuals(models: dict[str, Any], X_eval: Any, y_eval: Any, p
     features, as a list of immutable indices) — the same constraints for CT and BL, whatever each was trained
     with; without it, each model's own training mutability is used.
 
+    Random draws: label pairs per λ (``fidelity.redraw_per_lambda``, the authors' one evaluation per λ) or once,
+    shared by all models; individuals, IP's x⁺ draws and IP*'s subsamples from streams keyed by the protocol seed,
+    the λ and the model's *name* (:func:`model_key`), so a model's rows do not depend on the other models.
+
     Columns: dataset, model, objective, lambda_energy, run, individual, index, factual, target, valid,
-    valid_strict, p_target, mature, steps, cost, ip, ip_star, ip_star_raw, redundancy.
+    valid_strict, p_target, mature, steps, cost, ip, ip_star, ip_star_raw, ip_star_run, ip_star_pooled, redundancy.
+    ``ip_star`` is ``ip_star_run`` (groups per run) or ``ip_star_pooled`` (pooled over runs) as
+    ``protocol.ip_star_per_run`` says; both are kept.
     """
     X = torch.as_tensor(np.asarray(X_eval), dtype=torch.float32)
     y = np.asarray(y_eval)
-    rng = np.random.default_rng(protocol.seed)
-    fact, targ = draw_pairs(n_classes, protocol.n_individuals, protocol.n_runs, fidelity.redraw_pairs_per_run, rng)
+    yt = torch.as_tensor(y)
+    draws = {}
+    for li in range(len(protocol.lambdas)):
+        key = li if fidelity.redraw_per_lambda else 0
+        if key not in draws:
+            draws[key] = draw_pairs(n_classes, protocol.n_individuals, protocol.n_runs, fidelity.redraw_pairs_per_run,
+                                    np.random.default_rng([protocol.seed, 0, key]))
     groups = categorical_groups if fidelity.snap_categorical_at_eval else None
     conv = Convergence("threshold", protocol.tau, protocol.max_iter)
-    frames, cfs = [], []
+    frames = []
     bar = None
     if progress:
         from tqdm.auto import tqdm
         bar = tqdm(total=len(models) * len(protocol.lambdas), desc=f"evaluate {dataset}", unit="search")
-    for m_i, (name, trained) in enumerate(models.items()):
+    for name, trained in models.items():
+        mk = model_key(name)
         model = trained.model.eval()
         dev = next(model.parameters()).device
         predicted = trained.predict(X.numpy())
-        idx = draw_individuals(predicted, fact, np.random.default_rng([protocol.seed, 1 + m_i]))
-        ok = idx.reshape(-1) >= 0
-        flat_idx = idx.reshape(-1)[ok]
-        run = np.repeat(np.arange(protocol.n_runs), protocol.n_individuals)[ok]
-        individual = np.tile(np.arange(protocol.n_individuals), protocol.n_runs)[ok]
-        f_flat, t_flat = fact.reshape(-1)[ok], targ.reshape(-1)[ok]
         cons = trained.constraints
         cons = Constraints.build(
             X.shape[1],
             domain=None if cons.lower is None else (cons.lower.tolist(), cons.upper.tolist()),
             mutability=(mutability if mutability is not None else cons.mutability) if protocol.constrained else None,
             categorical_groups=groups)
-        x0 = X[flat_idx].to(dev)
-        tgt = torch.as_tensor(t_flat, device=dev)
         objective = trained.meta.get("objective_effective", {}).get("name", trained.config["objective"]["name"])
-        for lam in protocol.lambdas:
+        m_frames, m_cfs = [], []
+        for li, lam in enumerate(protocol.lambdas):
             t0 = time.perf_counter()
+            key = li if fidelity.redraw_per_lambda else 0
+            fact, targ = draws[key]
+            idx = draw_individuals(predicted, fact, np.random.default_rng([protocol.seed, 1, key, mk]))
+            ok = idx.reshape(-1) >= 0
+            flat_idx = idx.reshape(-1)[ok]
+            run = np.repeat(np.arange(protocol.n_runs), protocol.n_individuals)[ok]
+            individual = np.tile(np.arange(protocol.n_individuals), protocol.n_runs)[ok]
+            f_flat, t_flat = fact.reshape(-1)[ok], targ.reshape(-1)[ok]
+            x0 = X[flat_idx].to(dev)
+            tgt = torch.as_tensor(t_flat, device=dev)
             gen = make_generator({"type": "ecco", "lambda_cost": protocol.lambda_cost, "lambda_energy": lam},
                                  fidelity)
             res = gen.search(model, x0, tgt, cons, conv)
             with torch.no_grad():
                 probs = torch.softmax(model(res.counterfactual), 1)
-            ip = implausibility(res.counterfactual, tgt, X, torch.as_tensor(y), k=protocol.ip_k,
-                                generator=int(rng.integers(2**31)))
-            frames.append(pd.DataFrame({
+            ip_seed = int(np.random.default_rng([protocol.seed, 2, li, mk]).integers(2**31))
+            ip = implausibility(res.counterfactual, tgt, X, yt, k=protocol.ip_k, generator=ip_seed)
+            m_frames.append(pd.DataFrame({
                 "dataset": dataset, "model": name, "objective": objective, "lambda_energy": lam, "run": run,
                 "individual": individual, "index": flat_idx, "factual": f_flat, "target": t_flat,
                 "valid": validity(probs, tgt).cpu().numpy(),
@@ -147,20 +170,25 @@ def evaluate_counterfactuals(models: dict[str, Any], X_eval: Any, y_eval: Any, p
                 "ip": ip.cpu().numpy(), "redundancy": redundancy(x0, res.counterfactual).cpu().numpy(),
                 "seconds": time.perf_counter() - t0,
             }))
-            cfs.append(res.counterfactual.cpu())
+            m_cfs.append(res.counterfactual.cpu())
             if bar is not None:
                 bar.update()
+        out = pd.concat(m_frames, ignore_index=True)
+        cf = torch.cat(m_cfs)
+        for col, keys in (("run", ["lambda_energy", "factual", "run"]), ("pooled", ["lambda_energy", "factual"])):
+            seed = int(np.random.default_rng([protocol.seed, 3, mk]).integers(2**62))
+            clamped, raw = ip_star(cf, out[keys], out["target"].to_numpy(), X, yt, fidelity.mmd_length_scale,
+                                   n_sub=protocol.mmd_n_sub, seed=seed)
+            out[f"ip_star_{col}"] = clamped.cpu().numpy()
+            out[f"ip_star_raw_{col}"] = raw.cpu().numpy()
+        chosen = "run" if protocol.ip_star_per_run else "pooled"
+        out["ip_star"] = out[f"ip_star_{chosen}"]
+        out["ip_star_raw"] = out.pop(f"ip_star_raw_{chosen}")
+        out = out.drop(columns=[c for c in out.columns if c.startswith("ip_star_raw_")])
+        frames.append(out)
     if bar is not None:
         bar.close()
-    out = pd.concat(frames, ignore_index=True)
-    cf = torch.cat(cfs)
-    keys = ["model", "lambda_energy", "factual"] + (["run"] if protocol.ip_star_per_run else [])
-    clamped, raw = ip_star(cf, out[keys], out["target"].to_numpy(), X,
-                           torch.as_tensor(y), fidelity.mmd_length_scale, n_sub=protocol.mmd_n_sub,
-                           seed=protocol.seed + 2025)
-    out["ip_star"] = clamped.cpu().numpy()
-    out["ip_star_raw"] = raw.cpu().numpy()
-    return out
+    return pd.concat(frames, ignore_index=True)
 
 
 def performance(models: dict[str, Any], X: Any, y: Any, n_classes: int) -> pd.DataFrame:

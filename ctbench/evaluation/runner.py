@@ -85,6 +85,8 @@ def run_evaluate(model_specs: list[str], out: str | Path, *, protocol_overrides:
                                   mutability=list(data.protected) if constrained else None, dataset=data.name,
                                   progress=progress)
     df.insert(1, "experiment", experiment)
+    seeds = {m.meta.get("seed", m.config.get("seed")) for m in models.values()}
+    df.insert(2, "seed", seeds.pop() if len(seeds) == 1 else -1)
     perf = performance(models, data.X_test, data.y_test, data.n_classes)
     sidecar = {"kind": "counterfactual_evaluation", "dataset": data.name, "experiment": experiment,
                "protocol": protocol.to_dict(), "fidelity": fid.to_dict(), "models": _model_meta(models),

@@ -138,43 +138,58 @@ def _cell_reduction(v: Any, pm: Any, sig: Any) -> str:
     return s + ("\\*" if _truthy(sig) else "")
 
 
+def _interval(lb: Any, ub: Any) -> str:
+    return "" if _isnan(lb) or _isnan(ub) else f"[{float(lb):.1f},\u00a0{float(ub):.1f}]"
+
+
 def render_table1(report: Path | None) -> str:
-    """Table 1 side by side: ours, published, difference (bold when |Δ| > published ± or the star disagrees)."""
+    """Table 1, one row per cell (readable without sideways scrolling): ours with the paper's ± and star, the
+    interval over training seeds, every published version and the agreement with the July 2025 preprint."""
     df = _read_csv(report, "table1.csv")
-    if df is None or "reduction_pct" not in df.columns or df["reduction_pct"].isna().all():
+    if df is None or "reduction_pct" not in df.columns or (df["reduction_pct"].isna().all() and "flag" not in df):
         return _note("table1.csv", "experiments `single` and `mutability`")
     df = _sort(df)
-    has_pub = "pub_reduction_pct" in df.columns
-    metrics = [m for m in ("IP", "IP*", "Cost") if m in set(df["metric"])]
-    header = ["Data"]
-    for m in metrics:
-        header += [f"{m} ours", f"{m} paper", f"{m} Δ"] if has_pub else [f"{m} ours"]
+    versions = [("preprint_2025_07", "July 2025"), ("satml_2026", "final"), ("preprint_2025_03", "March 2025")]
+    versions = [(v, lab) for v, lab in versions if f"{v}_reduction_pct" in df.columns]
+    header = ["Data", "metric", "ours", "seeds (95%)", *[lab for _, lab in versions], "vs July", "note"]
     rows = []
-    for ds in dict.fromkeys(df["dataset"]):
-        row = [str(ds)]
-        for m in metrics:
-            r = df[(df["dataset"] == ds) & (df["metric"] == m)]
-            if r.empty:
-                row += ["—"] * (3 if has_pub else 1)
-                continue
-            r = r.iloc[0]
-            row.append(_cell_reduction(r["reduction_pct"], r.get("pm"), r.get("significant")))
-            if has_pub:
-                row.append(_cell_reduction(r["pub_reduction_pct"], r.get("pub_pm"), r.get("pub_significant")))
-                d = r["reduction_pct"] - r["pub_reduction_pct"] if not (
-                    _isnan(r["reduction_pct"]) or _isnan(r["pub_reduction_pct"])) else float("nan")
-                cell = _num(d)
-                pm = r.get("pub_pm")
-                agrees = _truthy(r.get("significant_agrees"))
-                if not _isnan(d) and ((not _isnan(pm) and abs(d) > float(pm)) or agrees is False):
-                    cell = f"**{cell}**"
-                row.append(cell)
+    order = {"IP": 0, "IP*": 1, "Cost": 2}
+    df = df.assign(_m=df["metric"].map(order)).sort_values(["_m"], kind="stable")
+    df = _sort(df)
+    for _, r in df.iterrows():
+        n = r.get("n_seeds")
+        seeds = _interval(r.get("seed_lb"), r.get("seed_ub"))
+        if seeds and not _isnan(n):
+            seeds += f" (n={int(n)})"
+        row = [str(r["dataset"]), str(r["metric"]), _cell_reduction(r["reduction_pct"], r.get("pm"),
+                                                                   r.get("significant")), seeds]
+        for v, _ in versions:
+            row.append(_cell_reduction(r.get(f"{v}_reduction_pct"), r.get(f"{v}_pm"), r.get(f"{v}_significant")))
+        agree = r.get("preprint_2025_07_agreement", "")
+        agree = "" if _isnan(agree) else str(agree)
+        if agree == "disagrees":
+            agree = "**disagrees**"
+        row.append(agree)
+        flag = r.get("flag", "")
+        row.append("" if _isnan(flag) else _text(flag))
         rows.append(row)
-    legend = ("Percent reduction CT vs BL (positive = CT better), ± = 100·std of the per-run ratios, \\* = the 99% "
-              "interval of the mean difference excludes 0. **Bold** Δ: the difference exceeds the published ± or "
-              "the significance star disagrees. — : not run in this profile. Our Avg. row averages only the datasets "
-              "in this report.\n\n")
+    legend = ("Percent reduction CT vs BL (positive = CT better). *ours*: the paper's recipe over all (training "
+              "seed, evaluation run) pairs, ± = 100·std of the per-run ratios, \\* = the 99% range of the per-run "
+              "differences excludes 0. *seeds*: the reduction computed per training seed, mean ± Student-t 95% "
+              "interval over seeds — the uncertainty of retraining, which the paper's ± does not cover. "
+              "*vs July*: agreement in sign and significance with the July 2025 preprint. IP* is grouped per "
+              "evaluation run (see `ipstar_groupings.csv` for the pooled reading). An Avg. row is compared with the "
+              "paper's only when it averages the same nine datasets.\n\n")
     return legend + _table(header, rows)
+
+
+def render_agreement(report: Path | None) -> str:
+    df = _read_csv(report, "table1_agreement.csv")
+    if df is None or df.empty:
+        return _note("table1_agreement.csv", "experiments `single` and `mutability` with the published tables")
+    cols = [c for c in df.columns if c not in ("version",)]
+    return _table(cols, [[_text(_num(r[c], 0)) if c != "label" else _text(r[c]) for c in cols]
+                         for _, r in df.iterrows()])
 
 
 def render_side_by_side(report: Path | None, name: str, columns: dict[str, str], keys: list[str],
@@ -323,13 +338,18 @@ def render_grids(report: Path | None) -> str:
 
 
 def render_verdicts(report: Path | None, verdicts: pd.DataFrame | None) -> tuple[str, str]:
-    """(summary, table) Markdown of the claims ledger."""
-    from .claims import VERDICTS, summarize
+    """(summary, table) Markdown of the claims ledger: one verdict per published version."""
+    from .claims import VERDICTS, VERSIONS, summarize
 
     if verdicts is None or verdicts.empty:
         return _note("verdicts.csv", "run `write_verdicts` or pass the claims file"), ""
-    counts = summarize(verdicts)
-    summary = _table(["verdict", "claims"], [[v, str(counts[v])] for v in VERDICTS])
+    labels = {"preprint_2025_07": "July 2025", "satml_2026": "final", "preprint_2025_03": "March 2025"}
+    per_version = [v for v in VERSIONS if f"verdict_{v}" in verdicts.columns]
+    counts = {v: summarize(verdicts, f"verdict_{v}") for v in per_version}
+    if not per_version:
+        counts = {"verdict": summarize(verdicts)}
+    summary = _table(["verdict", *[f"vs {labels.get(v, v)}" for v in counts]],
+                     [[k, *[str(counts[v][k]) for v in counts]] for k in VERDICTS])
     mark = {"reproduced": "✓ reproduced", "partly": "partly", "not reproduced": "✗ **not reproduced**",
             "not yet run": "*not yet run*"}
     rows = []
@@ -338,9 +358,16 @@ def render_verdicts(report: Path | None, verdicts: pd.DataFrame | None) -> tuple
         if not _isnan(r.get("interval")) and str(r.get("interval")):
             ours += f" ({_text(r['interval'])})"
         claim = f"{_text(r.get('text'))}<br>`{r['claim']}` · {_text(r.get('source'))}"
-        rows.append([claim, _text(_num(r["published"])), ours, mark.get(str(r["verdict"]), _text(r["verdict"])),
-                     _text(r.get("note"))])
-    table = _table(["claim (id · source)", "published", "ours", "verdict", "note"], rows)
+        version = labels.get(str(r.get("version", "")), "")
+        published = _text(_num(r["published"])) + (f" ({version})" if version else "")
+        others = "; ".join(f"{labels[v]}: {mark.get(str(r[f'verdict_{v}']), r[f'verdict_{v}'])}"
+                           for v in per_version if str(r.get(f"verdict_{v}", "")) and v != r.get("version"))
+        note = _text(r.get("note"))
+        vnote = r.get("versions_note", "")
+        if not _isnan(vnote) and str(vnote):
+            note += f"<br>*{_text(vnote)}*"
+        rows.append([claim, published, ours, mark.get(str(r["verdict"]), _text(r["verdict"])), others, note])
+    table = _table(["claim (id · source)", "published", "ours", "verdict", "other versions", "note"], rows)
     return summary, table
 
 
@@ -497,12 +524,27 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
         "verdicts_summary": summary,
         "verdicts": ledger or "",
         "table1": render_table1(src),
+        "table1_agreement": render_agreement(src),
         "table1_bootstrap": render_plain(
             src, "table1_bootstrap",
             ["dataset", "metric", "reduction_pct", "reduction_pct_lb", "reduction_pct_ub", "mean_delta",
              "mean_delta_lb", "mean_delta_ub", "significant", "n_runs", "n_boot", "level"],
             digits=2, what="experiments `single` and `mutability`",
-            legend="Bootstrap over individuals: percentile interval of the reduction and of the mean difference."),
+            legend="Bootstrap over individuals: percentile interval of the reduction and of the mean difference. "
+                   "IP* is left out: it is one MMD per group of counterfactuals, so a bootstrap over individuals "
+                   "would have to recompute the MMD for every resample; reusing the group values gave zero-width "
+                   "intervals."),
+        "ipstar_groupings": render_plain(
+            src, "ipstar_groupings",
+            ["dataset", "reduction_pct_per_run", "pm_per_run", "significant_per_run", "reduction_pct_pooled",
+             "pm_pooled", "significant_pooled"],
+            digits=2, what="experiment `single`",
+            legend="IP* reduction with MMD groups per evaluation run (Table 1) and pooled over runs."),
+        "performance": render_plain(
+            src, "performance", ["dataset", "acc_ct", "acc_bl", "acc_diff", "f1_ct", "f1_bl", "n_seeds"],
+            digits=3, what="experiment `single`",
+            legend="Test accuracy and macro F1 of the `single` experiment's CT and BL models, mean over training "
+                   "seeds."),
         "table2": render_side_by_side(
             src, "table2", {"median": "median", "lb_2_5": "2.5%", "ub_97_5": "97.5%"}, ["dataset", "model"],
             _flag_ig, "Median standardised integrated gradients on the protected features with the 2.5%/97.5% "

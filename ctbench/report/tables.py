@@ -15,15 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..evaluation.aggregate import (
-    ablation_table,
-    bootstrap_reduction,
-    compare_published,
-    reduction_table,
-    validity_table,
-)
+from ..evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
 from ..io import atomic_write_json, atomic_write_text, provenance
 from .markdown import frame_to_markdown
+from .table1 import agreement_counts, compare_versions, pool_seeds
+from .table1 import table1 as table1_cells
 
 #: our dataset names → the paper's labels
 PAPER_LABELS = {"lin_sep": "LS", "circles": "Circ", "moons": "Moon", "over": "OL", "adult": "Adult",
@@ -49,31 +45,39 @@ def _sort(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def table1(evals: pd.DataFrame) -> pd.DataFrame:
-    """Table 1: % reduction CT vs BL of IP and IP* (``single``) and cost (``mutability``), with ± and star."""
-    parts = []
-    single = evals[evals["experiment"] == "single"]
-    mut = evals[evals["experiment"] == "mutability"]
-    if len(single):
-        parts.append(reduction_table(_label(single), "ip", kind="ip", label="IP", avg_row=False))
-        parts.append(reduction_table(_label(single), "ip_star", kind="ip_star", label="IP*", avg_row=False))
-    if len(mut):
-        parts.append(reduction_table(_label(mut), "cost", kind="cost", label="Cost", avg_row=False))
-    if not parts:
-        return pd.DataFrame()
-    out = pd.concat(parts, ignore_index=True)
-    avg = out.groupby("metric", sort=False)["reduction_pct"].mean().reset_index().assign(dataset="Avg.")
-    return _sort(pd.concat([out, avg], ignore_index=True))
+    """Table 1: % reduction CT vs BL of IP and IP* (``single``) and cost (``mutability``), with the paper's ± and
+    star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.table1`)."""
+    return table1_cells(_label(evals))
 
 
 def table1_bootstrap(evals: pd.DataFrame, n_boot: int = 1000, seed: int = 2025) -> pd.DataFrame:
-    """The cleaner estimate: bootstrap over individuals, percentile CIs of the mean difference and the reduction."""
+    """The cleaner estimate: bootstrap over individuals, percentile CIs of the mean difference and the reduction.
+
+    IP* is left out: it is a group statistic (one MMD per group of counterfactuals), so resampling individuals would
+    need the MMD recomputed for every resample; reusing the group values gave zero-width intervals (issue 11)."""
     parts = []
-    for exp, metric, kind, label in (("single", "ip", "ip", "IP"), ("single", "ip_star", "ip_star", "IP*"),
-                                     ("mutability", "cost", "cost", "Cost")):
+    for exp, metric, kind, label in (("single", "ip", "ip", "IP"), ("mutability", "cost", "cost", "Cost")):
         sub = evals[evals["experiment"] == exp]
         if len(sub):
-            parts.append(bootstrap_reduction(_label(sub), metric, kind=kind, label=label, n_boot=n_boot, seed=seed))
+            parts.append(bootstrap_reduction(pool_seeds(_label(sub)), metric, kind=kind, label=label,
+                                             n_boot=n_boot, seed=seed))
     return _sort(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
+
+
+def ipstar_groupings(evals: pd.DataFrame) -> pd.DataFrame:
+    """IP* reduction with groups per evaluation run (Table 1's default) and pooled over runs, side by side, so the
+    choice can be judged on all datasets (issue 11). Empty when the evaluations predate the two columns."""
+    single = evals[evals["experiment"] == "single"]
+    if not len(single) or not {"ip_star_run", "ip_star_pooled"} <= set(single.columns):
+        return pd.DataFrame()
+    parts = []
+    for col, name in (("ip_star_run", "per run"), ("ip_star_pooled", "pooled")):
+        t = reduction_table(pool_seeds(_label(single)), col, kind="ip_star", label="IP*", avg_row=False)
+        parts.append(t[["dataset", "reduction_pct", "pm", "significant", "n_runs"]].assign(grouping=name))
+    wide = pd.concat(parts).pivot(index="dataset", columns="grouping",
+                                  values=["reduction_pct", "pm", "significant"])
+    wide.columns = [f"{v}_{g.replace(' ', '_')}" for v, g in wide.columns]
+    return _sort(wide.reset_index())
 
 
 def table3(evals: pd.DataFrame) -> pd.DataFrame:
@@ -82,7 +86,7 @@ def table3(evals: pd.DataFrame) -> pd.DataFrame:
     for exp, name in (("single", "unconstrained"), ("mutability", "constrained")):
         sub = evals[(evals["experiment"] == exp) & evals["objective"].isin(["full", "vanilla"])]
         if len(sub):
-            v = validity_table(_label(sub), avg_row=False)
+            v = validity_table(pool_seeds(_label(sub)), avg_row=False)
             v["column"] = v["objective"].map({"full": "ct", "vanilla": "bl"}) + "_" + name
             cols.append(v.pivot(index="dataset", columns="column", values="validity"))
     if not cols:
@@ -95,14 +99,20 @@ def table3(evals: pd.DataFrame) -> pd.DataFrame:
 def cost_table_unconstrained(evals: pd.DataFrame) -> pd.DataFrame:
     """Appendix: cost reduction without mutability constraints (``single``)."""
     single = evals[evals["experiment"] == "single"]
-    return reduction_table(_label(single), "cost", kind="cost", label="Cost") if len(single) else pd.DataFrame()
+    return reduction_table(pool_seeds(_label(single)), "cost", kind="cost", label="Cost") if len(single) \
+        else pd.DataFrame()
 
 
 def ablation(evals: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 6: IP and IP* reductions of CT, CD and AR against BL (``ablation``)."""
+    """Fig. 6: IP and IP* reductions of CT, CD and AR against BL (``ablation``). CT and BL are the ``single``
+    experiment's models and rows when the ablation evaluation leaves them out (the workflow does: same models, same
+    protocol, so the same rows); the recipe is the authors' ablation recipe (ratio of means), not Table 1's."""
     sub = evals[evals["experiment"] == "ablation"]
     if not len(sub):
         return pd.DataFrame()
+    shared = evals[(evals["experiment"] == "single") & evals["objective"].isin(["full", "vanilla"])
+                   & ~evals["objective"].isin(set(sub["objective"]))]
+    sub = pool_seeds(pd.concat([sub, shared], ignore_index=True))
     parts = [ablation_table(_label(sub), m, kind=m, label=lab) for m, lab in (("ip", "IP"), ("ip_star", "IP*"))]
     return pd.concat(parts, ignore_index=True)
 
@@ -122,27 +132,13 @@ def with_published(ours: pd.DataFrame, published_csv: Path, keys: list[str], val
     """Outer-join ``ours`` with a published CSV on ``keys``; ``value_map`` maps our column → published column."""
     if ours.empty or not published_csv.exists():
         return ours
-    pub = read_published_ci(published_csv) if published_csv.name == "appendix_ci_table.csv" else \
-        pd.read_csv(published_csv)
+    pub = pd.read_csv(published_csv)
     pub = pub.rename(columns={v: f"pub_{k}" for k, v in value_map.items()})
     keep = keys + [f"pub_{k}" for k in value_map]
     out = ours.merge(pub[keep], on=keys, how="left")
     for k in value_map:
         out[f"diff_{k}"] = out[k] - out[f"pub_{k}"]
     return out
-
-
-def read_published_ci(path: Path) -> pd.DataFrame:
-    """The published appendix CI table, with its IP* rows relabelled.
-
-    In ``appendix_ci_table.csv`` the nine IP* rows (values 0.0–0.23, listed first) carry the label ``IP``: the
-    asterisk was lost in transcription. Within each dataset the first ``IP`` row is therefore IP*.
-    """
-    pub = pd.read_csv(path)
-    first_ip = (pub["metric"] == "IP") & ~pub.duplicated(["metric", "dataset"], keep="first")
-    if ((pub["metric"] == "IP").groupby(pub["dataset"]).sum() == 2).all():
-        pub.loc[first_ip, "metric"] = "IP*"
-    return pub
 
 
 def robustness_figure(robust: pd.DataFrame, path: Path) -> list[Path]:
@@ -180,8 +176,10 @@ def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), rob
     if not evals.empty:
         t1 = table1(evals)
         if pub is not None and (pub / "table1_reductions.csv").exists() and not t1.empty:
-            t1 = compare_published(t1, pub / "table1_reductions.csv")
+            t1 = compare_versions(t1, pub)
+            _write_table(agreement_counts(t1), out, "table1_agreement", written)
         _write_table(t1, out, "table1", written)
+        _write_table(ipstar_groupings(evals), out, "ipstar_groupings", written)
         _write_table(table1_bootstrap(evals, n_boot=n_boot), out, "table1_bootstrap", written)
         ci = table1(evals)
         ci = ci[ci["dataset"] != "Avg."][["dataset", "metric", "ct_mean_abs", "bl_mean_abs", "lb", "ub"]] \
@@ -215,6 +213,28 @@ def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), rob
     return written
 
 
+def performance_table(sidecars: list[dict[str, Any]]) -> pd.DataFrame:
+    """Test accuracy and macro F1 of CT and BL per dataset (``single`` experiment), mean over training seeds, with
+    ``acc_diff`` = CT − BL and the number of seeds; from the evaluation sidecars' ``performance`` records."""
+    rows = []
+    for side in sidecars:
+        if side.get("experiment") != "single":
+            continue
+        seed = next((m.get("seed") for m in (side.get("models") or {}).values()), None)
+        for rec in side.get("performance", []):
+            rows.append({"dataset": PAPER_LABELS.get(side["dataset"], side["dataset"]), "seed": seed, **rec})
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame(rows)
+    df = df[df["objective"].isin(["full", "vanilla"])]
+    g = df.groupby(["dataset", "objective"])[["accuracy", "macro_f1"]].mean().unstack("objective")
+    out = pd.DataFrame({"acc_ct": g[("accuracy", "full")], "acc_bl": g[("accuracy", "vanilla")],
+                        "f1_ct": g[("macro_f1", "full")], "f1_bl": g[("macro_f1", "vanilla")]})
+    out["acc_diff"] = out["acc_ct"] - out["acc_bl"]
+    out["n_seeds"] = df.groupby("dataset")["seed"].nunique()
+    return _sort(out.reset_index())
+
+
 def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), models: Iterable[str | Path] = (),
                  tuned: Iterable[str | Path] = (), grids: Iterable[str | Path] = (),
                  profile: str = "") -> dict[str, Any]:
@@ -238,9 +258,12 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
     grids = list(grids)
     if grids:
         from .grid_figures import write_grid_figures
+        from .grid_tables import grid_effects
 
+        _write_table(grid_effects(grids), out, "grid_effects", written)
         written["grids"] = [str(p) for p in write_grid_figures(grids, out / "grids")]
     sidecars = [json.loads(Path(f"{e}.json").read_text()) for e in evaluations if Path(f"{e}.json").exists()]
+    _write_table(performance_table(sidecars), out, "performance", written)
     fid = sidecars[0]["fidelity"] if sidecars else None
     atomic_write_json(out / "provenance.json", {"profile": profile, "fidelity": fid, **provenance()})
     written["provenance"] = "provenance.json"

@@ -1,11 +1,11 @@
 # Stage 5a: counterfactual evaluation of each experiment's models (test-time ECCo over the λ grid, all runs).
 rule evaluate:
     input:
-        lambda w: W.eval_models(w.experiment, w.dataset, w.seed).values(),
+        lambda w: W.evaluated_models(w.experiment, w.dataset, w.seed).values(),
     output:
         f"{RES}/eval/{{experiment}}/{{dataset}}_s{{seed}}.csv.gz",
     params:
-        models=lambda w: W.model_args(W.eval_models(w.experiment, w.dataset, w.seed)),
+        models=lambda w: W.model_args(W.evaluated_models(w.experiment, w.dataset, w.seed)),
         args=lambda w: W.eval_args(w.experiment, w.dataset),
     threads: config.get("threads_per_job", 1)
     resources:

@@ -1,0 +1,162 @@
+"""The claims ledger: every claim of the paper, tested against the report outputs with a stated rule, once per
+published version of the paper.
+
+``claims.yaml`` (repository root) lists the claims; its header documents the schema and the verdict rules
+(:mod:`.schema` validates, :mod:`.rules` judges). :func:`evaluate_claims` reads the report folder (``ctbench report``
+outputs) and returns one row per claim with the columns :data:`COLUMNS`: ``verdict`` is the verdict against the
+claim's first version (the July 2025 preprint, the version this project reproduces, wherever the claim is in it;
+``version`` names it), ``verdict_<version>`` one verdict per published version ("" where the claim is not in that
+version), ``versions_note`` says where the authors' versions disagree with each other.
+
+Verdicts are deterministic functions of the report files. A missing report file, row or value gives ``not yet
+run``; a malformed claim entry raises :class:`ClaimsError`. Paper claims are judged on the paper's nine datasets
+only: rows of any other dataset a user adds are dropped before a rule sees the table.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .rules import RULE_FUNCTIONS, Missing, fmt
+from .schema import (
+    DATASET_LABELS,
+    NOT_REPRODUCED,
+    NOT_YET_RUN,
+    PAPER_DATASETS,
+    PARTLY,
+    PRIMARY,
+    REPRODUCED,
+    RULES,
+    VERDICTS,
+    VERSIONS,
+    Claim,
+    ClaimsError,
+    load_claims,
+    validate_claim,
+)
+
+__all__ = ["COLUMNS", "NOT_REPRODUCED", "NOT_YET_RUN", "PARTLY", "PRIMARY", "REPRODUCED", "RULES", "VERDICTS",
+           "VERSIONS", "Claim", "ClaimsError", "evaluate_claim", "evaluate_claims", "load_claims", "summarize",
+           "training_times", "validate_claim", "write_verdicts"]
+
+VERSION_LABELS = {"preprint_2025_07": "July 2025 preprint", "satml_2026": "final (SaTML 2026)",
+                  "preprint_2025_03": "March 2025 preprint"}
+COLUMNS = ["claim", "text", "source", "published", "ours", "interval", "verdict", "version",
+           *[f"verdict_{v}" for v in VERSIONS], "versions_note", "note", "file"]
+
+
+def _read(report_dir: Path, name: str, cache: dict[str, pd.DataFrame | None]) -> pd.DataFrame | None:
+    if name not in cache:
+        p = report_dir / name
+        df = pd.read_csv(p) if p.exists() and p.stat().st_size > 0 else None
+        if df is not None and "dataset" in df.columns:
+            df["dataset"] = df["dataset"].map(lambda d: DATASET_LABELS.get(d, d))
+            df = df[df["dataset"].isin([*PAPER_DATASETS, "Avg."])].reset_index(drop=True)
+        cache[name] = df
+    return cache[name]
+
+
+def _published_text(claim: Claim, version: str) -> str:
+    p = claim.for_version(version, "published")
+    if claim.rule == "which":
+        return f"{p}: " + ", ".join(claim.for_version(version, "expected")) if isinstance(p, str) else str(p)
+    return fmt(float(p)) if isinstance(p, int | float) and not isinstance(p, bool) else str(p)
+
+
+def _versions_note(claim: Claim, published: dict[str, str]) -> str:
+    shown = {v: t for v, t in published.items() if t}
+    if len(set(shown.values())) <= 1:
+        return ""
+    return "the authors' versions differ: " + "; ".join(f"{VERSION_LABELS[v]} {t}" for v, t in shown.items())
+
+
+def evaluate_claim(claim: Claim, report_dir: str | Path, cache: dict | None = None) -> dict[str, Any]:
+    """The verdict row of one claim against the report folder, with one verdict per published version."""
+    cache = {} if cache is None else cache
+    row: dict[str, Any] = {c: "" for c in COLUMNS}
+    row.update(claim=claim.id, text=claim.text, source=claim.source, file=claim.file, verdict=NOT_YET_RUN)
+    df = _read(Path(report_dir), claim.file, cache)
+    results: dict[str, dict[str, Any] | None] = {}
+    published: dict[str, str] = {}
+    for v in claim.versions:
+        published[v] = "" if claim.rule == "cell" else _published_text(claim, v)
+        if df is None:
+            results[v] = {"verdict": NOT_YET_RUN,
+                          "note": f"{claim.file} not in the report (experiment not run in this profile)"}
+            continue
+        try:
+            results[v] = RULE_FUNCTIONS[claim.rule](claim, df, v)
+        except Missing as exc:
+            results[v] = {"verdict": NOT_YET_RUN, "note": f"{claim.file}: {exc}"}
+        if results[v] is not None and "published" in results[v]:
+            published[v] = results[v].pop("published")
+    judged = [v for v in claim.versions if results[v] is not None]
+    for v in VERSIONS:
+        row[f"verdict_{v}"] = results[v]["verdict"] if results.get(v) is not None else ""
+    if judged:
+        main = judged[0]
+        row.update({k: results[main].get(k, "") for k in ("ours", "interval", "verdict", "note")})
+        row["version"] = main
+        row["published"] = published[main]
+    row["versions_note"] = _versions_note(claim, published)
+    extra = claim.spec.get("note")
+    if extra:
+        row["note"] = f"{row['note']}; {extra}" if row["note"] else extra
+    return row
+
+
+def evaluate_claims(claims_yaml: str | Path, report_dir: str | Path) -> pd.DataFrame:
+    """Evaluate every claim of ``claims_yaml`` against ``report_dir``; one row per claim, in file order."""
+    cache: dict[str, pd.DataFrame | None] = {}
+    rows = [evaluate_claim(c, report_dir, cache) for c in load_claims(claims_yaml)]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def summarize(verdicts: pd.DataFrame, column: str = "verdict") -> dict[str, int]:
+    """Number of claims per verdict (all four verdicts present, in :data:`VERDICTS` order)."""
+    counts = verdicts[column].value_counts() if len(verdicts) else pd.Series(dtype=int)
+    return {v: int(counts.get(v, 0)) for v in VERDICTS}
+
+
+def write_verdicts(claims_yaml: str | Path, report_dir: str | Path, out: str | Path | None = None) -> Path:
+    """Evaluate the claims and write ``verdicts.csv`` and ``verdicts.md`` (default: into ``report_dir``)."""
+    from ...io import atomic_write_text
+    from ..markdown import frame_to_markdown
+
+    df = evaluate_claims(claims_yaml, report_dir)
+    out = Path(out) if out is not None else Path(report_dir) / "verdicts.csv"
+    atomic_write_text(out, df.to_csv(index=False))
+    atomic_write_text(out.with_suffix(".md"), frame_to_markdown(df.drop(columns=["file"])))
+    return out
+
+
+def training_times(sidecars: list[str | Path]) -> pd.DataFrame:
+    """``training_time.csv`` from saved models' JSON sidecars: dataset, objective, experiment, seed, the wall-clock
+    ``train_seconds`` and ``grad_evals``, a cost that does not depend on the machine's load: row-gradient
+    evaluations, i.e. per epoch the training rows of the classifier loss plus ``nce`` × the mean number of search
+    steps (CT's extra loss terms on counterfactuals and x⁺ are not counted, so CT's cost is a lower bound).
+
+    Wall-clock seconds of population members are the population's wall time divided by its size (equal for CT and
+    BL trained together), and vary with the load of a shared machine: claims use ``grad_evals``."""
+    rows = []
+    for p in sidecars:
+        meta = json.loads(Path(p).read_text())
+        log = meta.get("log") or {}
+        n_train = ((meta.get("dataset") or {}).get("meta") or {}).get("n_train") if isinstance(
+            meta.get("dataset"), dict) else None
+        nce = ((meta.get("config") or {}).get("training") or {}).get("nce", 0)
+        steps = pd.to_numeric(pd.Series(log.get("mean_steps", []), dtype=float), errors="coerce").fillna(0.0)
+        grad_evals = (len(steps) * n_train + float(nce) * float(steps.sum())) if n_train and len(steps) else None
+        ds = meta.get("dataset")
+        ds = ds.get("name") if isinstance(ds, dict) else ds
+        obj = meta.get("objective_effective") or (meta.get("config") or {}).get("objective") or {}
+        obj = obj.get("name") if isinstance(obj, dict) else obj
+        rows.append({"dataset": DATASET_LABELS.get(ds, ds), "objective": obj,
+                     "experiment": meta.get("experiment", ""), "seed": meta.get("seed"),
+                     "train_seconds": meta.get("train_seconds"), "grad_evals": grad_evals, "path": str(p)})
+    return pd.DataFrame(rows, columns=["dataset", "objective", "experiment", "seed", "train_seconds", "grad_evals",
+                                       "path"])

@@ -1,0 +1,380 @@
+"""The verdict rules of the claims ledger, one function per rule of ``claims.yaml``'s header.
+
+Every rule is a deterministic function of one report table and one published version:
+``rule(claim, table, version) -> {ours, interval, verdict, note}``. A missing row or value raises :class:`Missing`
+(→ ``not yet run``). Two principles hold for every rule: a claim whose sign is opposite to the paper's is never
+reproduced, and a claim whose significance differs from the paper's (in either direction) is at most ``partly``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .schema import NOT_REPRODUCED, PARTLY, REPRODUCED, Claim, ClaimsError
+
+_OPS: dict[str, Callable[[float, float], bool]] = {">": operator.gt, ">=": operator.ge, "<": operator.lt,
+                                                   "<=": operator.le}
+#: magnitude tolerance of a Table-1 cell: 2 × the published ±, at least 5 and at most 20 percentage points
+CELL_TOLERANCE = {"factor": 2.0, "floor": 5.0, "cap": 20.0}
+
+
+class Missing(Exception):
+    """The report lacks what a claim needs (→ ``not yet run``)."""
+
+
+def _match(series: pd.Series, value: Any) -> pd.Series:
+    values = value if isinstance(value, list) else [value]
+    if pd.api.types.is_bool_dtype(series) or pd.api.types.is_numeric_dtype(series):
+        try:
+            return series.isin([float(v) for v in values])
+        except (TypeError, ValueError):
+            pass
+    return series.astype(str).isin([str(v) for v in values])
+
+
+def rows(df: pd.DataFrame, *selects: dict[str, Any] | None) -> pd.DataFrame:
+    mask = pd.Series(True, index=df.index)
+    for sel in selects:
+        for col, val in (sel or {}).items():
+            if col not in df.columns:
+                raise Missing(f"column {col!r} not in file")
+            mask &= _match(df[col], val)
+    return df[mask]
+
+
+def _agg(values: pd.Series, how: str | None, what: str) -> float:
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if values.empty:
+        raise Missing(f"no value for {what}")
+    if how is None:
+        if len(values) > 1:
+            raise ClaimsError(f"claims: {what}: {len(values)} rows match; narrow 'select' or set 'agg'")
+        return float(values.iloc[0])
+    return float(getattr(values, how)())
+
+
+def _value(df: pd.DataFrame, column: str, selects: list[dict | None], how: str | None, what: str) -> float:
+    if column not in df.columns:
+        raise Missing(f"column {column!r} not in file")
+    return _agg(rows(df, *selects)[column], how, what)
+
+
+def _items(claim: Claim) -> list[tuple[str, dict[str, Any] | None]]:
+    over = claim.spec.get("over")
+    if not over:
+        return [("", None)]
+    col, values = next(iter(over.items()))
+    return [(str(v), {col: v}) for v in values]
+
+
+def within(ours: float, pub: float, tol: dict[str, float]) -> bool:
+    if "abs" in tol:
+        return abs(ours - pub) <= tol["abs"]
+    return abs(ours - pub) <= tol["rel"] * abs(pub)
+
+
+def tol_text(tol: dict[str, float] | None) -> str:
+    if not tol:
+        return ""
+    return f"±{tol['abs']:g} abs" if "abs" in tol else f"±{100 * tol['rel']:g}% rel"
+
+
+def fmt(v: Any, digits: int = 2) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+        return ""
+    if isinstance(v, bool | np.bool_):
+        return str(bool(v))
+    if isinstance(v, int | float | np.number):
+        return f"{float(v):.{digits}f}"
+    return str(v)
+
+
+def truthy(v: Any) -> bool | None:
+    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+        return None
+    if isinstance(v, str):
+        return v.strip().lower() in ("true", "1", "yes", "*")
+    return bool(v)
+
+
+def _sign(v: float) -> int:
+    return 0 if v == 0 else int(math.copysign(1, v))
+
+
+def _cap(verdict: str, limit: str) -> str:
+    order = (NOT_REPRODUCED, PARTLY, REPRODUCED)
+    return order[min(order.index(verdict), order.index(limit))]
+
+
+# --------------------------------------------------------------------------------------------------- rules
+
+
+def rule_value(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
+    s = claim.spec
+    col, tol = s["column"], s["tolerance"]
+    pub = float(claim.for_version(version, "published"))
+    want_sig = claim.for_version(version, "significant")
+    values, missing, interval, sig = [], [], "", None
+    for label, item_sel in _items(claim):
+        try:
+            values.append(_value(df, col, [s.get("select"), item_sel], s.get("agg"), f"{claim.id} {label}".strip()))
+        except Missing:
+            missing.append(label)
+            continue
+        if "over" not in s:
+            found = rows(df, s.get("select"))
+            if s.get("interval"):
+                iv = [found[c].iloc[0] if c in found.columns and len(found) else float("nan") for c in s["interval"]]
+                interval = f"± {fmt(iv[0])}" if len(iv) == 1 else f"[{fmt(iv[0])}, {fmt(iv[1])}]"
+                if any(isinstance(v, float) and math.isnan(v) for v in iv):
+                    interval = ""
+            scol = s.get("significance_column", "significant")
+            if scol in found.columns and len(found):
+                sig = truthy(found[scol].iloc[0])
+    if not values:
+        raise Missing("no value in the report" + (f" for {', '.join(missing)}" if missing[0] else ""))
+    if missing:  # an aggregate over a subset is not the paper's aggregate
+        part = float(getattr(pd.Series(values), s["agg_over"])())
+        raise Missing(f"an aggregate over all {len(values) + len(missing)} items; not yet run: {', '.join(missing)} "
+                      f"({s['agg_over']} over the {len(values)} present: {part:.2f})")
+    ours = float(getattr(pd.Series(values), s["agg_over"])()) if "agg_over" in s else values[0]
+    notes = []
+    partly_tol = s.get("partly_tolerance")
+    if within(ours, pub, tol) and (partly_tol is not None or pub == 0 or _sign(ours) == _sign(pub)):
+        verdict = REPRODUCED
+        notes.append(f"within {tol_text(tol)} of the published value")
+    elif partly_tol is not None:
+        verdict = PARTLY if within(ours, pub, partly_tol) else NOT_REPRODUCED
+        notes.append(f"off by {ours - pub:+.2f}: outside {tol_text(tol)}, "
+                     f"{'within' if verdict == PARTLY else 'outside'} {tol_text(partly_tol)} (partly band)")
+    elif pub != 0 and _sign(ours) == _sign(pub):
+        verdict = PARTLY
+        notes.append(f"same sign, magnitude off by {ours - pub:+.2f} (tolerance {tol_text(tol)})")
+    else:
+        verdict = NOT_REPRODUCED
+        notes.append(f"off by {ours - pub:+.2f}" + (", opposite sign" if pub != 0 else "") +
+                     f" (tolerance {tol_text(tol)})")
+    if want_sig is not None and sig is not None and bool(want_sig) != sig:
+        verdict = _cap(verdict, PARTLY)
+        notes.append("the paper reports a significant effect, ours is not significant" if want_sig
+                     else "ours is significant, the paper's is not")
+    return {"ours": fmt(ours), "interval": interval, "verdict": verdict, "note": "; ".join(notes)}
+
+
+def rule_no_effect(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
+    s = claim.spec
+    col, tol, scol = s["column"], s["tolerance"], s.get("significance_column", "significant")
+    held, near, failed, missing, shown = [], [], [], [], []
+    for label, item_sel in _items(claim):
+        try:
+            v = _value(df, col, [s.get("select"), item_sel], None, f"{claim.id} {label}")
+        except Missing:
+            missing.append(label)
+            continue
+        found = rows(df, s.get("select"), item_sel)
+        sig = truthy(found[scol].iloc[0]) if scol in found.columns else None
+        shown.append(f"{label} {v:.2f}{'*' if sig else ''}")
+        small = within(v, 0.0, {"abs": tol["abs"]} if "abs" in tol else {"abs": 0.0})
+        (held if sig is False or (sig is None and small) else near if small else failed).append(label)
+    if not shown:
+        raise Missing("no value in the report")
+    verdict = NOT_REPRODUCED if failed else PARTLY if near or missing else REPRODUCED
+    notes = [f"not significant: {', '.join(held) or '-'}"]
+    if near:
+        notes.append(f"significant but within {tol_text(tol)} of 0: {', '.join(near)}")
+    if failed:
+        notes.append(f"significant effect beyond {tol_text(tol)}: {', '.join(failed)}")
+    if missing:
+        notes.append(f"not yet run: {', '.join(missing)}")
+    return {"ours": "; ".join(shown), "interval": "", "verdict": verdict, "note": "; ".join(notes)}
+
+
+def holds(left: float, right: float, op: str, margin: float) -> bool:
+    if op == "==":
+        return abs(left - right) <= margin
+    if op in (">", ">="):
+        return _OPS[op](left, right + margin)
+    return _OPS[op](left, right - margin)
+
+
+def rule_relation(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
+    s = claim.spec
+    op, margin, share = s["op"], float(s.get("tolerance", {}).get("abs", 0.0)), float(s.get("min_share", 1.0))
+    left, right = s["left"], s["right"]
+    held, failed, missing, shown = [], [], [], []
+    for label, item_sel in _items(claim):
+        try:
+            lv = _value(df, left["column"], [s.get("select"), item_sel, left.get("select")], left.get("agg"),
+                        f"{claim.id} {label} left")
+            rv = float(right["value"]) if "value" in right else _value(
+                df, right["column"], [s.get("select"), item_sel, right.get("select")], right.get("agg"),
+                f"{claim.id} {label} right")
+        except Missing:
+            missing.append(label)
+            continue
+        ok = holds(lv, rv, op, margin)
+        star = ""
+        if s.get("significant"):  # the relation must also be significant on the item
+            sig = truthy(rows(df, s.get("select"), item_sel, left.get("select")).get(
+                "significant", pd.Series([None])).iloc[0])
+            ok = ok and sig is True
+            star = "*" if sig else " (n.s.)"
+        (held if ok else failed).append(label)
+        shown.append(f"{label + ' ' if label else ''}{lv:.3g}{star} vs {rv:.3g}")
+    n_av = len(held) + len(failed)
+    if n_av == 0:
+        raise Missing("no value in the report")
+    frac = len(held) / n_av
+    verdict = REPRODUCED if frac >= share and not missing else PARTLY if held else NOT_REPRODUCED
+    rel = f"left {op} right" + (f" with margin {margin:g}" if margin else "") + \
+        (" and significant" if s.get("significant") else "")
+    notes = [f"{rel} holds on {len(held)} of {n_av} ({', '.join(held) or '-'}); needs a share >= {share:.2f}"]
+    if missing:
+        notes.append(f"not yet run: {', '.join(missing)}")
+    return {"ours": "; ".join(shown), "interval": "", "verdict": verdict, "note": "; ".join(notes)}
+
+
+def rule_most_often(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
+    s = claim.spec
+    cand, col, op, thr = s["candidates"], s["column"], s.get("op", ">"), float(s.get("threshold", 0.0))
+    for c in [*s["group"], cand, col]:
+        if c not in df.columns:
+            raise Missing(f"column {c!r} not in file")
+    d = rows(df, s.get("select"))
+    d = d[~d[cand].astype(str).isin([str(x) for x in s.get("exclude", [])])]
+    d = d.assign(_v=pd.to_numeric(d[col], errors="coerce")).dropna(subset=["_v"])
+    if d.empty:
+        raise Missing("no rows")
+    d["_ok"] = [holds(v, thr, op, 0.0) for v in d["_v"]]
+    counts = d.groupby(cand)["_ok"].sum().astype(int).sort_values(ascending=False, kind="stable")
+    n_groups = d.groupby(s["group"]).ngroups
+    top = counts.max()
+    winners = sorted(str(k) for k, v in counts.items() if v == top)
+    expected = str(s["expected"])
+    verdict = REPRODUCED if winners == [expected] else PARTLY if expected in winners else NOT_REPRODUCED
+    shown = ", ".join(f"{k} {v}/{n_groups}" for k, v in counts.items())
+    note = f"cells with {col} {op} {thr:g} per {cand}; most often: {', '.join(winners)}"
+    return {"ours": shown, "interval": "", "verdict": verdict, "note": note}
+
+
+def rule_which(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
+    """The items on which ``column op threshold`` holds (and is significant, with ``significant: true``) must be
+    exactly ``expected``: e.g. "only on Cred do the costs increase significantly"."""
+    s = claim.spec
+    op, thr = s.get("op", ">"), float(s.get("threshold", 0.0))
+    expected = set(claim.for_version(version, "expected"))
+    found, missing, shown = set(), [], []
+    for label, item_sel in _items(claim):
+        try:
+            v = _value(df, s["column"], [s.get("select"), item_sel], None, f"{claim.id} {label}")
+        except Missing:
+            missing.append(label)
+            continue
+        sig = truthy(rows(df, s.get("select"), item_sel).get("significant", pd.Series([None])).iloc[0])
+        ok = holds(v, thr, op, 0.0) and (sig is True or not s.get("significant"))
+        if ok:
+            found.add(label)
+        shown.append(f"{label} {v:.2f}{'*' if sig else ''}")
+    if not shown:
+        raise Missing("no value in the report")
+    if found == expected:
+        verdict = PARTLY if missing else REPRODUCED
+    else:
+        verdict = PARTLY if found & expected else NOT_REPRODUCED
+    cond = f"{s['column']} {op} {thr:g}" + (" and significant" if s.get("significant") else "")
+    notes = [f"{cond} on: {', '.join(sorted(found)) or 'none'}; the paper: {', '.join(sorted(expected)) or 'none'}"]
+    if missing:
+        notes.append(f"not yet run: {', '.join(missing)}")
+    return {"ours": "; ".join(shown), "interval": "", "verdict": verdict, "note": "; ".join(notes)}
+
+
+@lru_cache(maxsize=4)
+def _published_cells(published_dir: str) -> pd.DataFrame:
+    from ..table1 import published_versions
+
+    return published_versions(published_dir).set_index(["version", "dataset", "metric"])
+
+
+def published_cell(version: str, dataset: str, metric: str, published_dir: str | Path | None = None) -> dict | None:
+    """The published reduction, ± and star of one Table-1 cell in one version (None when that version has none)."""
+    from ..tables import PUBLISHED_DIR
+
+    cells = _published_cells(str(published_dir or PUBLISHED_DIR))
+    key = (version, dataset, metric)
+    if key not in cells.index:
+        return None
+    r = cells.loc[key]
+    return {"reduction_pct": float(r["reduction_pct"]), "pm": float(r["pm"]), "significant": r["significant"]}
+
+
+def cell_tolerance(pub_pm: float) -> float:
+    t = CELL_TOLERANCE
+    if not np.isfinite(pub_pm):
+        return 10.0
+    return min(max(t["factor"] * pub_pm, t["floor"]), t["cap"])
+
+
+def rule_cell(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any] | None:
+    """One Table-1 cell against one version: sign and significance must agree (the paper's recipe), the magnitude
+    lie within :func:`cell_tolerance`, the seed-level interval not contradict the star, and the cell rest on enough
+    valid counterfactuals; else partly (same sign) or not reproduced (opposite sign, or not computable)."""
+    from ..table1 import AGREE, DISAGREE, agreement
+
+    ds, metric = claim.spec["dataset"], claim.spec["metric"]
+    pub = published_cell(version, ds, metric)
+    if pub is None:
+        return None
+    found = rows(df, {"dataset": ds, "metric": metric})
+    if found.empty:
+        raise Missing(f"no row for {ds} {metric}")
+    r = found.iloc[0]
+    flag = str(r.get("flag", "") or "")
+    flag = "" if flag == "nan" else flag
+    ours, sig = r.get("reduction_pct"), truthy(r.get("significant"))
+    shown = f"{pub['reduction_pct']:.2f}{'*' if truthy(pub['significant']) else ''}"
+    if ours is None or pd.isna(ours):
+        if flag:
+            return {"ours": "", "interval": "", "verdict": NOT_REPRODUCED, "note": flag, "published": shown}
+        raise Missing(f"no value for {ds} {metric}")
+    ours = float(ours)
+    pub_sig = pub["significant"]
+    cat = agreement(ours, pd.NA if sig is None else sig, pub["reduction_pct"], pub_sig)
+    tol = cell_tolerance(pub["pm"])
+    close = abs(ours - pub["reduction_pct"]) <= tol
+    notes = [f"{cat} (ours {ours:.2f}{'*' if sig else ''} vs {pub['reduction_pct']:.2f}"
+             f"{'*' if truthy(pub_sig) else ''}); magnitude {'within' if close else 'outside'} ±{tol:g}"]
+    if cat == DISAGREE:
+        verdict = NOT_REPRODUCED
+    elif cat == AGREE or pd.isna(pub_sig):
+        verdict = REPRODUCED if close else PARTLY
+    else:
+        verdict = PARTLY
+    seed_sig = truthy(r.get("seed_significant"))
+    if seed_sig is not None and not pd.isna(pub_sig):
+        seed_ok = seed_sig == bool(pub_sig) and _sign(float(r["seed_mean"])) == _sign(pub["reduction_pct"])
+        if not seed_ok:
+            verdict = _cap(verdict, PARTLY)
+            notes.append(f"over training seeds {fmt(r.get('seed_mean'))} [{fmt(r.get('seed_lb'))}, "
+                         f"{fmt(r.get('seed_ub'))}] {'excludes' if seed_sig else 'includes'} 0, the paper's star "
+                         f"says {'significant' if truthy(pub_sig) else 'not significant'}")
+    if flag:
+        verdict = _cap(verdict, PARTLY)
+        notes.append(flag)
+    interval = f"± {fmt(r.get('pm'))}"
+    if pd.notna(r.get("seed_lb", np.nan)):
+        interval += f"; seeds [{fmt(r.get('seed_lb'))}, {fmt(r.get('seed_ub'))}]"
+    return {"ours": fmt(ours), "interval": interval, "verdict": verdict, "note": "; ".join(notes),
+            "published": shown}
+
+
+RULE_FUNCTIONS: dict[str, Callable[[Claim, pd.DataFrame, str], dict[str, Any] | None]] = {
+    "value": rule_value, "no_effect": rule_no_effect, "relation": rule_relation, "most_often": rule_most_often,
+    "which": rule_which, "cell": rule_cell}

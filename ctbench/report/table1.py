@@ -1,0 +1,235 @@
+"""Table 1 with two uncertainties, validity and computability flags, and every published version beside it.
+
+The paper's recipe (:func:`ctbench.evaluation.aggregate.reduction_table`) treats the evaluation *runs* as its
+replicates: its ± is the spread of per-run ratios and its star the 99% range of per-run differences, both given one
+trained CT and one trained BL model. That says nothing about retraining: a second training seed can move a cell by
+more than its ±. So each cell carries
+
+* the paper's recipe over all (seed, run) pairs as runs (with one seed this is exactly the paper's number), and
+* a seed-level estimate: the paper's reduction computed per training seed, then their mean, sample sd and a
+  Student-t interval (level :data:`SEED_LEVEL`) over seeds; ``seed_significant`` when it excludes 0.
+
+A cell is flagged when it rests on few valid counterfactuals (:data:`MIN_VALIDITY`) and is *not computable* when more
+than :data:`MAX_NAN_SHARE` of its metric values are NaN (IP* of groups with fewer than two counterfactuals, MNIST):
+then the numbers are left empty with the reason, never averaged over what remains.
+
+:func:`compare_versions` adds, per published version (:data:`VERSIONS`), its value, ± and star and the agreement
+category of ours; ``pub_*`` columns hold :data:`PRIMARY`, the version this project reproduces.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..evaluation.aggregate import reduction_table
+
+#: the version reproduced (``../shared/papers/000_…``), then the final version and the March 2025 preprint
+PRIMARY = "preprint_2025_07"
+VERSIONS = ("preprint_2025_07", "satml_2026", "preprint_2025_03")
+VERSION_LABELS = {"preprint_2025_07": "July 2025 preprint", "satml_2026": "final (SaTML 2026)",
+                  "preprint_2025_03": "March 2025 preprint"}
+#: the nine datasets of the paper, in its order
+PAPER_DATASETS = ["LS", "Circ", "Moon", "OL", "Adult", "CH", "Cred", "GMSC", "MNIST"]
+SEED_LEVEL = 0.95
+MIN_VALIDITY = 0.05
+MAX_NAN_SHARE = 0.10
+#: (experiment, metric column, paper_value kind, label) of Table 1's three columns
+SPECS = (("single", "ip", "ip", "IP"), ("single", "ip_star", "ip_star", "IP*"), ("mutability", "cost", "cost", "Cost"))
+
+AGREE, SIGN_ONLY, DISAGREE = "sign and significance", "sign only", "disagrees"
+
+
+def pool_seeds(df: pd.DataFrame) -> pd.DataFrame:
+    """Runs of different training seeds are different replicates: ``run`` becomes (seed, run)."""
+    if "seed" not in df or df["seed"].nunique() <= 1:
+        return df
+    return df.assign(run=df["seed"].astype(np.int64) * 1_000_000 + df["run"].astype(np.int64))
+
+
+def _seed_level(df: pd.DataFrame, metric: str, kind: str, label: str) -> pd.DataFrame:
+    seeds = sorted(df["seed"].unique()) if "seed" in df else [None]
+    per = []
+    for s in seeds:
+        sub = df if s is None else df[df["seed"] == s]
+        r = reduction_table(sub, metric, kind=kind, label=label, avg_row=False)
+        per.append(r[["dataset", "reduction_pct"]].assign(seed=s))
+    per = pd.concat(per, ignore_index=True)
+    rows = []
+    for ds, g in per.groupby("dataset", sort=False):
+        v = g["reduction_pct"].dropna().to_numpy(float)
+        n = len(v)
+        mean = v.mean() if n else np.nan
+        sd = v.std(ddof=1) if n > 1 else np.nan
+        if n > 1 and sd > 0:
+            lb, ub = stats.t.interval(SEED_LEVEL, n - 1, loc=mean, scale=sd / np.sqrt(n))
+        else:
+            lb = ub = np.nan
+        rows.append({"dataset": ds, "n_seeds": n, "seed_mean": mean, "seed_sd": sd, "seed_lb": lb, "seed_ub": ub,
+                     "seed_significant": bool(lb > 0 or ub < 0) if np.isfinite(lb) else pd.NA,
+                     "seed_values": " ".join(f"{x:.2f}" for x in v)})
+    return pd.DataFrame(rows, columns=["dataset", "n_seeds", "seed_mean", "seed_sd", "seed_lb", "seed_ub",
+                                       "seed_significant", "seed_values"])
+
+
+def _cell_facts(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per dataset: validity of CT's and BL's counterfactuals and the share of NaN metric values."""
+    d = df[df["objective"].isin(["full", "vanilla"])].assign(
+        _valid=lambda x: x["valid"].astype(float), _nan=lambda x: pd.to_numeric(x[metric], errors="coerce").isna())
+    rows = []
+    for ds, g in d.groupby("dataset", sort=False):
+        rows.append({"dataset": ds, "ct_validity": g.loc[g["objective"] == "full", "_valid"].mean(),
+                     "bl_validity": g.loc[g["objective"] == "vanilla", "_valid"].mean(),
+                     "nan_share": float(g["_nan"].mean())})
+    return pd.DataFrame(rows, columns=["dataset", "ct_validity", "bl_validity", "nan_share"])
+
+
+def table1(evals: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 from per-counterfactual rows (dataset names already the paper's labels)."""
+    parts = []
+    for exp, metric, kind, label in SPECS:
+        sub = evals[evals["experiment"] == exp]
+        if not len(sub):
+            continue
+        t = reduction_table(pool_seeds(sub), metric, kind=kind, label=label, avg_row=False)
+        missing = [d for d in sub["dataset"].unique() if d not in set(t["dataset"])]
+        if missing:  # a cell with no CT/BL pair left is shown empty, with its reason below
+            t = pd.concat([t, pd.DataFrame({"dataset": missing, "metric": label})], ignore_index=True)
+        t = t.merge(_seed_level(sub, metric, kind, label), on="dataset", how="left")
+        t = t.merge(_cell_facts(sub, metric), on="dataset", how="left")
+        parts.append(t)
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    notes = []
+    for i, r in out.iterrows():
+        note = []
+        if r["nan_share"] > MAX_NAN_SHARE:
+            note.append(f"not computable: {100 * r['nan_share']:.0f}% of the {r['metric']} values are NaN "
+                        f"(groups of fewer than 2 counterfactuals)")
+            for c in ("reduction_pct", "pm", "lb", "ub", "mean_delta", "seed_mean", "seed_sd", "seed_lb", "seed_ub"):
+                out.at[i, c] = np.nan
+            out.at[i, "significant"] = pd.NA
+            out.at[i, "seed_significant"] = pd.NA
+        elif pd.isna(r["reduction_pct"]):
+            note.append("no run with valid counterfactuals of both CT and BL")
+        low = min(r["ct_validity"], r["bl_validity"])
+        if low < MIN_VALIDITY:
+            who = "CT" if r["ct_validity"] <= r["bl_validity"] else "BL"
+            note.append(f"rests on {100 * low:.1f}% valid {who} counterfactuals")
+        notes.append("; ".join(note))
+    out["flag"] = notes
+    out["seed_significant"] = out["seed_significant"].astype("boolean")
+    avg = []
+    for metric, g in out.groupby("metric", sort=False):
+        ok = g.dropna(subset=["reduction_pct"])
+        present = [d for d in PAPER_DATASETS if d in set(ok["dataset"])]
+        complete = len(present) == len(PAPER_DATASETS) and len(ok) == len(PAPER_DATASETS)
+        avg.append({"dataset": "Avg.", "metric": metric, "reduction_pct": ok["reduction_pct"].mean(),
+                    "seed_mean": ok["seed_mean"].mean(),
+                    "flag": "" if complete else f"average of {len(ok)} datasets, not the paper's nine: "
+                                                "not compared with the published Avg."})
+    return _sort(pd.concat([out, pd.DataFrame(avg)], ignore_index=True))
+
+
+def _sort(df: pd.DataFrame) -> pd.DataFrame:
+    rank = {d: i for i, d in enumerate([*PAPER_DATASETS, "Avg."])}
+    return df.sort_values("dataset", key=lambda s: s.map(lambda d: rank.get(d, len(rank))),
+                          kind="stable").reset_index(drop=True)
+
+
+def published_versions(published_dir: str | Path) -> pd.DataFrame:
+    """Every published Table-1 value as rows ``version, dataset, metric, reduction_pct, pm, significant``.
+
+    The March 2025 preprint has no ± or star; its IP is the mean of its five per-λ reductions and its Cost is given
+    for the synthetic datasets only.
+    """
+    pdir = Path(published_dir)
+    t1 = pd.read_csv(pdir / "table1_reductions.csv")
+    t1["significant"] = t1["significant"].map({1: True, 0: False}).astype("boolean")
+    rows = [t1]
+    mar_path = pdir / "preprint_2025_03_table.csv"
+    if mar_path.exists():
+        mar = pd.read_csv(mar_path)
+        lam = [c for c in mar.columns if c.startswith("ip_pct_lam")]
+        recs = []
+        for _, r in mar.iterrows():
+            for metric, value in (("IP", r[lam].astype(float).mean()), ("IP*", r["ipstar_pct"]),
+                                  ("Cost", r["cost_pct"])):
+                if pd.notna(value):
+                    recs.append({"version": "preprint_2025_03", "dataset": r["dataset"], "metric": metric,
+                                 "reduction_pct": float(value), "pm": np.nan, "significant": pd.NA})
+        rows.append(pd.DataFrame(recs))
+    out = pd.concat(rows, ignore_index=True)
+    out["significant"] = out["significant"].astype("boolean")
+    return out
+
+
+def agreement(ours: float, ours_sig, pub: float, pub_sig) -> str:
+    """``sign and significance`` | ``sign only`` | ``disagrees`` | ``no published value`` | ``not computable``.
+
+    Signs agree when both reductions have the same sign; a published value without a star (the March preprint)
+    can agree in sign only.
+    """
+    if pub is None or pd.isna(pub):
+        return "no published value"
+    if ours is None or pd.isna(ours):
+        return "not computable"
+    if np.sign(ours) != np.sign(pub):
+        return DISAGREE
+    if pd.isna(pub_sig) or pd.isna(ours_sig):
+        return SIGN_ONLY
+    return AGREE if bool(ours_sig) == bool(pub_sig) else SIGN_ONLY
+
+
+def compare_versions(t1: pd.DataFrame, published_dir: str | Path) -> pd.DataFrame:
+    """Our Table 1 with every published version beside it (see the module docstring)."""
+    pub = published_versions(published_dir)
+    out = t1.copy()
+    for v in VERSIONS:
+        p = pub[pub["version"] == v][["dataset", "metric", "reduction_pct", "pm", "significant"]]
+        p = p.rename(columns={c: f"{v}_{c}" for c in ("reduction_pct", "pm", "significant")})
+        out = out.merge(p, on=["dataset", "metric"], how="left")
+        partial_avg = (out["dataset"] == "Avg.") & (out["flag"].fillna("") != "")
+        out.loc[partial_avg, [f"{v}_reduction_pct", f"{v}_pm"]] = np.nan  # not the paper's average
+        out[f"{v}_agreement"] = [
+            "" if r["dataset"] == "Avg." else
+            agreement(r["reduction_pct"], r.get("significant"), r[f"{v}_reduction_pct"], r[f"{v}_significant"])
+            for _, r in out.iterrows()]
+    vals = out[[f"{v}_reduction_pct" for v in VERSIONS]]
+    out["authors_min"], out["authors_max"] = vals.min(axis=1), vals.max(axis=1)
+    out["within_authors_range"] = (out["reduction_pct"] >= out["authors_min"]) & \
+        (out["reduction_pct"] <= out["authors_max"]) & (vals.notna().sum(axis=1) >= 2)
+    out["seed_agrees"] = [
+        pd.NA if pd.isna(r["seed_significant"]) or pd.isna(r[f"{PRIMARY}_significant"]) else
+        bool(np.sign(r["seed_mean"]) == np.sign(r[f"{PRIMARY}_reduction_pct"])
+             and bool(r["seed_significant"]) == bool(r[f"{PRIMARY}_significant"]))
+        for _, r in out.iterrows()]
+    out["seed_agrees"] = out["seed_agrees"].astype("boolean")
+    # the book's renderer and the claims read the primary version as pub_*
+    for c in ("reduction_pct", "pm", "significant"):
+        out[f"pub_{c}"] = out[f"{PRIMARY}_{c}"]
+    out["pub_version"] = PRIMARY
+    out["diff_pct"] = out["reduction_pct"] - out["pub_reduction_pct"]
+    out["significant_agrees"] = (out["significant"].astype("boolean") == out["pub_significant"].astype("boolean"))
+    return out
+
+
+def agreement_counts(t1v: pd.DataFrame) -> pd.DataFrame:
+    """How many of the 27 cells agree with each version, and how many reach the issue's target (sign and
+    significance with the July preprint, or inside the range of the authors' versions)."""
+    cells = t1v[t1v["dataset"].isin(PAPER_DATASETS)]
+    rows = []
+    for v in VERSIONS:
+        col = cells[f"{v}_agreement"]
+        rows.append({"version": v, "label": VERSION_LABELS[v], "cells": int((col != "no published value").sum()),
+                     AGREE: int((col == AGREE).sum()), SIGN_ONLY: int((col == SIGN_ONLY).sum()),
+                     DISAGREE: int((col == DISAGREE).sum()), "not computable": int((col == "not computable").sum())})
+    target = (cells[f"{PRIMARY}_agreement"] == AGREE) | cells["within_authors_range"].fillna(False)
+    rows.append({"version": "target", "label": "July-preprint agreement or inside the authors' range",
+                 "cells": len(cells), AGREE: int(target.sum()), SIGN_ONLY: np.nan, DISAGREE: np.nan,
+                 "not computable": np.nan})
+    return pd.DataFrame(rows)
