@@ -109,7 +109,7 @@ def test_integrated_score_matches_closed_form_on_a_linear_model():
     """σ₁(t·x) = sigmoid(t·a + b) with a = (w₁ − w₀)·x, b = b₁ − b₀: ∫₀¹ = (softplus(a + b) − softplus(b)) / a."""
     model = _linear()
     lin = model[0]
-    w, b = (lin.weight[1] - lin.weight[0]).detach(), float(lin.bias[1] - lin.bias[0])
+    w, b = (lin.weight[1] - lin.weight[0]).detach(), float((lin.bias[1] - lin.bias[0]).detach())
     x = torch.tensor([[0.5, -1.0, 2.0, 0.3], [1.0, 1.0, 1.0, 1.0]], dtype=torch.float64)
     a = x @ w
     exact = (F.softplus(a + b) - F.softplus(torch.tensor(b))) / a

@@ -60,3 +60,17 @@ def make_result(model: nn.Module, factual: torch.Tensor, target: torch.Tensor, c
     pred, prob = predict(model, cf, target)
     return CounterfactualResult(factual, target, cf, cf.clone(), pred == target, steps.long(), prob,
                                 initially_valid)
+
+
+def project_l2(x: torch.Tensor, x0: torch.Tensor, radius) -> torch.Tensor:
+    """x0 + (x − x0)·min(1, r/‖x − x0‖₂) per row; ``radius`` is a float or a (B, 1) tensor."""
+    d = x - x0
+    n = d.norm(dim=1, keepdim=True)
+    r = torch.as_tensor(radius, dtype=x.dtype, device=x.device)
+    return x0 + d * torch.where(n > r, r / n.clamp_min(torch.finfo(n.dtype).tiny), torch.ones_like(n))
+
+
+def unit_rows(g: torch.Tensor) -> torch.Tensor:
+    """g/‖g‖₂ per row; a zero row stays zero."""
+    n = g.norm(dim=1, keepdim=True)
+    return torch.where(n > 0, g / n.clamp_min(torch.finfo(n.dtype).tiny), torch.zeros_like(g))

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from ..constraints import Constraints
-from ._batch import bounds_containing, check_batch, default_rng, make_result, predict
+from ._batch import bounds_containing, check_batch, default_rng, make_result, predict, project_l2, unit_rows
 from .base import CounterfactualResult, frozen_parameters
 
 #: Settings of the two fidelity modes (δ is given by the caller in both; the reference default is 0.3).
@@ -46,8 +46,10 @@ def riemann_grid(grid_points: int, dtype=torch.float32, device=None) -> torch.Te
     return torch.arange(1, grid_points + 1, dtype=dtype, device=device) / grid_points
 
 
+@torch.no_grad()
 def integrated_score(model: nn.Module, x: torch.Tensor, target: torch.Tensor, grid_points: int = 20) -> torch.Tensor:
-    """(1/R) Σ_i softmax(f(t_i·x))[c] per row: the Riemann estimate of ∫₀¹ σ_c(t·x) dt that SNS ascends."""
+    """(1/R) Σ_i softmax(f(t_i·x))[c] per row: the Riemann estimate of ∫₀¹ σ_c(t·x) dt that SNS ascends
+    (an evaluation helper, without gradients; the search builds the same sum inside its autograd pass)."""
     x = torch.as_tensor(x)
     ts = riemann_grid(grid_points, x.dtype, x.device)
     path = ts[:, None, None] * x[None]
@@ -150,17 +152,8 @@ class SNSGenerator:
             if last:
                 break
             grad = cons.mask_update(grad, codes)
-            norm = grad.norm(dim=1, keepdim=True)
-            xc = xc + self.step_size * torch.where(norm > 0, grad / norm, torch.zeros_like(grad))
-            xc = self._clamp(self._project(xc, x0), lo, hi)
+            xc = self._clamp(project_l2(xc + self.step_size * unit_rows(grad), x0, self.radius), lo, hi)
         return best, best_step
-
-    def _project(self, xc: torch.Tensor, x0: torch.Tensor) -> torch.Tensor:
-        d = xc - x0
-        n = d.norm(dim=1, keepdim=True)
-        scale = torch.where(n > self.radius, self.radius / n.clamp_min(torch.finfo(n.dtype).tiny),
-                            torch.ones_like(n))
-        return x0 + d * scale
 
     @staticmethod
     def _clamp(x, lo, hi):
