@@ -12,6 +12,7 @@ from ctbench.generators.consistency import METHODS, WithSNS, make_method
 from ctbench.generators.elastic_net import ElasticNetGenerator, shrinkage
 from ctbench.generators.latent_search import LatentRandomSearch
 from ctbench.generators.pgd import MinEpsPGDGenerator, median_norm
+from ctbench.generators.prototype import PrototypeGenerator
 from ctbench.generators.sns import SNSGenerator
 from ctbench.generators.vae import VAE
 from ctbench.models import build_model
@@ -247,6 +248,41 @@ def test_latent_random_search_picks_the_closest_valid_decoded_sample():
                 assert torch.allclose(res.counterfactual[i], dec0[i]) and not bool(res.mature[i])
 
 
+# -- prototype-guided ----------------------------------------------------------------------------------------------
+
+def test_prototype_is_the_kth_nearest_training_point_of_the_target_class():
+    model = _mlp()
+    X_train, _ = _factuals(model, n=300, seed=8)
+    x, t = _factuals(model, n=7)
+    gen = PrototypeGenerator(X_train, k=5)
+    proto = gen.prototypes(model, x, t)
+    pred = model(X_train).argmax(1)
+    for i in range(len(x)):
+        pool = [p for p, c in zip(X_train, pred, strict=True) if int(c) == int(t[i])]
+        pool.sort(key=lambda p: float((p - x[i]).norm()))
+        assert torch.equal(proto[i], pool[4])
+
+
+def test_prototype_term_pulls_towards_the_prototype_and_theta_zero_is_the_elastic_net():
+    model = _mlp()
+    X_train, _ = _factuals(model, n=300, seed=8)
+    x, t = _factuals(model, n=30)
+    kw = dict(max_iter=40, binary_search_steps=4)
+    plain = PrototypeGenerator(X_train, theta=0.0, **kw).search(model, x, t)
+    en = ElasticNetGenerator("EN", beta=0.1, confidence=0.0, initial_const=10.0, art_zero_gradient=False,
+                             **kw).search(model, x, t)
+    assert torch.equal(plain.counterfactual, en.counterfactual)
+    gen = PrototypeGenerator(X_train, theta=5.0, **kw)
+    guided = gen.search(model, x, t)
+    proto = gen.prototypes(model, x, t)
+    ok = guided.mature & plain.mature
+    assert int(ok.sum()) >= 25
+    to_proto = lambda r: (r.counterfactual[ok] - proto[ok]).norm(dim=1).mean()  # noqa: E731
+    assert float(to_proto(guided)) < float(to_proto(plain))
+    with pytest.raises(ValueError, match="X_train"):
+        PrototypeGenerator(None)
+
+
 # -- the registry and SNS on top ---------------------------------------------------------------------------------
 
 def test_every_method_with_and_without_sns():
@@ -255,8 +291,9 @@ def test_every_method_with_and_without_sns():
     vae = VAE(6, latent_dim=3, hidden=8, seed=0).to(torch.float64)
     small = {"min_l1": dict(beta=0.05, learning_rate=0.05, max_iter=20, binary_search_steps=3, initial_const=1.0),
              "min_l2": dict(learning_rate=0.05, max_iter=20, binary_search_steps=3, initial_const=1.0),
-             "min_eps_pgd": dict(max_epsilon=3.0, steps=10), "latent_random": dict(n_samples=200, radius=4.0)}
-    assert len(METHODS) == 8
+             "min_eps_pgd": dict(max_epsilon=3.0, steps=10), "latent_random": dict(n_samples=200, radius=4.0),
+             "prototype": dict(X_train=_factuals(model, n=200, seed=9)[0], max_iter=20, binary_search_steps=3)}
+    assert len(METHODS) == 10
     for name in METHODS:
         base_name = name.removesuffix("+sns")
         kw = dict(small[base_name], vae=vae) if base_name == "latent_random" else small[base_name]
@@ -283,6 +320,8 @@ def test_bad_method_names_and_settings_fail_clearly():
         make_method("min_l2", sns={"radius": 0.1})
     with pytest.raises(ValueError, match="needs a trained VAE"):
         make_method("latent_random")
+    with pytest.raises(ValueError, match="X_train"):
+        make_method("prototype+sns")
     with pytest.raises(ValueError, match="decision_rule"):
         ElasticNetGenerator("L3")
     with pytest.raises(ValueError, match="max_epsilon"):

@@ -1,5 +1,6 @@
 """Counterfactual generators: one batched gradient search, several objectives (Generic, ECCo, REVISE); and the
-consistency study's methods (SNS, Min-ℓ1/ℓ2 elastic net, Min-ε PGD, latent random search; see ``.consistency``)."""
+consistency study's methods (SNS, Min-ℓ1/ℓ2 elastic net, Min-ε PGD, latent random search, prototype-guided; see
+``.consistency``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .elastic_net import ElasticNetGenerator
 from .generic import GenericGenerator
 from .latent_search import LatentRandomSearch
 from .pgd import MinEpsPGDGenerator
+from .prototype import PrototypeGenerator
 from .revise import REVISEGenerator
 from .sns import SNSGenerator
 from .vae import VAE
@@ -54,6 +56,6 @@ def make_generator(spec: dict[str, Any] | None = None, fidelity: Fidelity | str 
 
 __all__ = [
     "CONSISTENCY_METHODS", "Convergence", "CounterfactualResult", "ECCoGenerator", "ElasticNetGenerator", "GENERATORS",
-    "GenericGenerator", "GradientGenerator", "LatentRandomSearch", "MinEpsPGDGenerator", "REVISEGenerator",
-    "SNSGenerator", "VAE", "WithSNS", "energy_multiplier", "make_generator", "make_method",
+    "GenericGenerator", "GradientGenerator", "LatentRandomSearch", "MinEpsPGDGenerator", "PrototypeGenerator",
+    "REVISEGenerator", "SNSGenerator", "VAE", "WithSNS", "energy_multiplier", "make_generator", "make_method",
 ]

@@ -3,8 +3,8 @@
 ``make_method("min_l2+sns", sns={"radius": 0.5})`` builds Min-ℓ2 followed by SNS. Names: ``min_l1``, ``min_l2``
 (:class:`~.elastic_net.ElasticNetGenerator` with the paper's β and decision rule), ``min_eps_pgd``
 (:class:`~.pgd.MinEpsPGDGenerator`), ``latent_random`` (:class:`~.latent_search.LatentRandomSearch`, Pawelczyk et
-al.; needs a VAE), and the same with ``+sns``. Van Looveren & Klaise's prototype-guided search is not built (see the
-README's consistency section).
+al.; needs a VAE), ``prototype`` (:class:`~.prototype.PrototypeGenerator`, Van Looveren & Klaise; needs
+``X_train``), and the same with ``+sns``.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from .base import CounterfactualResult
 from .elastic_net import ElasticNetGenerator
 from .latent_search import LatentRandomSearch
 from .pgd import MinEpsPGDGenerator
+from .prototype import PrototypeGenerator
 from .sns import SNSGenerator
 from .vae import VAE
 
-BASE_METHODS = ("min_l1", "min_l2", "min_eps_pgd", "latent_random")
+BASE_METHODS = ("min_l1", "min_l2", "min_eps_pgd", "latent_random", "prototype")
 METHODS = (*BASE_METHODS, *(f"{m}+sns" for m in BASE_METHODS))
 
 
@@ -55,6 +56,8 @@ def make_method(name: str, *, sns: dict[str, Any] | SNSGenerator | None = None, 
         base = ElasticNetGenerator(**{"decision_rule": "L2", "beta": 0.0, **params})
     elif base_name == "min_eps_pgd":
         base = MinEpsPGDGenerator(**params)
+    elif base_name == "prototype":
+        base = PrototypeGenerator(**params)
     else:
         base = LatentRandomSearch(vae, **params)
     if not with_sns:
