@@ -27,9 +27,9 @@ from .elastic_net import ElasticNetGenerator
 class PrototypeGenerator(ElasticNetGenerator):
     name = "prototype"
 
-    def __init__(self, X_train: Any = None, k: int = 20, theta: float = 100.0, beta: float = 0.1, confidence: float = 0.0,
-                 learning_rate: float = 1e-2, max_iter: int = 100, binary_search_steps: int = 10,
-                 initial_const: float = 10.0):
+    def __init__(self, X_train: Any = None, k: int = 20, theta: float = 100.0, beta: float = 0.1,
+                 confidence: float = 0.0, learning_rate: float = 1e-2, max_iter: int = 100,
+                 binary_search_steps: int = 10, initial_const: float = 10.0):
         super().__init__("EN", beta=beta, confidence=confidence, learning_rate=learning_rate, max_iter=max_iter,
                          binary_search_steps=binary_search_steps, initial_const=initial_const,
                          art_zero_gradient=False)
