@@ -305,6 +305,8 @@ def test_every_method_with_and_without_sns():
             assert torch.equal(res.factual, x)
             assert bool(((res.counterfactual - base.counterfactual).norm(dim=1) <= 0.4 + 1e-9).all())
             assert bool(res.mature[base.mature].all())  # SNS never loses the label of a valid start
+            assert torch.equal(res.counterfactual[~base.mature], base.counterfactual[~base.mature])
+            assert torch.equal(res.mature, base.mature)  # ... and never repairs a failed search
         else:
             res = make_method(name, **kw).search(model, x, t)
         assert torch.equal(res.mature, model(res.counterfactual).argmax(1) == t)

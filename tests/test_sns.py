@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from ctbench.constraints import Constraints
-from ctbench.generators import GenericGenerator
+from ctbench.generators import Convergence, GenericGenerator
 from ctbench.generators.sns import SNSGenerator, integrated_score
 from ctbench.models import build_model
 
@@ -173,3 +173,20 @@ def test_presets_and_bad_settings():
                      ({"step_size": 0}, "sns.step_size")):
         with pytest.raises(ValueError, match=word):
             SNSGenerator(**kw)
+
+
+def test_refine_leaves_failed_base_rows_alone_unless_asked():
+    model = _mlp()
+    x, pred = _starts(model, n=30)
+    base = GenericGenerator(step_size=0.5).search(model, x, 1 - pred, convergence=Convergence(max_iter=100))
+    base.counterfactual[:5] = x[:5]  # five failed searches: the factual itself, without the target label
+    sns = SNSGenerator(radius=2.0, step_size=0.1, max_steps=40, noise_std=0.0)
+    res = sns.refine(model, base)
+    assert torch.equal(res.counterfactual[:5], x[:5]) and not bool(res.mature[:5].any())
+    assert bool((res.steps[:5] == 0).all())
+    every = sns.refine(model, base, only_valid=False)
+    assert bool(every.mature[:5].any())  # with a 2.0 ball some of them reach the target class
+    valid = model(base.counterfactual).argmax(1) == base.target
+    assert int(valid.sum()) >= 20  # rows do not interact: the valid rows get the same answer either way
+    assert torch.allclose(every.counterfactual[valid], res.counterfactual[valid], atol=1e-12)
+    assert torch.equal(res.counterfactual[~valid], base.counterfactual[~valid])

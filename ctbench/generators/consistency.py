@@ -28,7 +28,8 @@ METHODS = (*BASE_METHODS, *(f"{m}+sns" for m in BASE_METHODS))
 
 
 class WithSNS:
-    """A base method followed by SNS from its counterfactuals (same ``search`` signature)."""
+    """A base method followed by SNS from its valid counterfactuals (same ``search`` signature); rows the base
+    method could not flip stay as the base method left them (the authors' pipeline)."""
 
     def __init__(self, base: Any, sns: SNSGenerator):
         self.base = base

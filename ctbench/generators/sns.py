@@ -110,12 +110,21 @@ class SNSGenerator:
             return make_result(model, x, target, cf, steps, predict(model, x, target)[0] == target)
 
     def refine(self, model: nn.Module, base: CounterfactualResult, constraints: Constraints | None = None,
-               generator: torch.Generator | None = None) -> CounterfactualResult:
+               generator: torch.Generator | None = None, only_valid: bool = True) -> CounterfactualResult:
         """SNS on top of a base method: starts at ``base.counterfactual``, keeps ``base.target``; the result has the
-        base's factuals (so costs are measured from the factual) and its ``initially_valid`` flags."""
+        base's factuals (so costs are measured from the factual) and its ``initially_valid`` flags.
+
+        ``only_valid`` (default, as the authors' pipeline, which passes only valid counterfactuals to SNS): rows
+        whose base counterfactual lacks the target label are returned unchanged (steps 0), so SNS never turns a
+        failed search into a valid one; ``False`` searches from every row.
+        """
         x, target, cons = check_batch(base.counterfactual, base.target, constraints)
         with frozen_parameters(model):
-            cf, steps = self._run(model, x, target, cons, default_rng(generator, self.seed))
+            cf, steps = x.clone(), torch.zeros_like(target)
+            rows = (predict(model, x, target)[0] == target) if only_valid else torch.ones_like(target, dtype=bool)
+            idx = rows.nonzero().squeeze(1)
+            if idx.numel():
+                cf[idx], steps[idx] = self._run(model, x[idx], target[idx], cons, default_rng(generator, self.seed))
             return make_result(model, base.factual, target, cf, steps, base.initially_valid)
 
     # -- the search ----------------------------------------------------------------------------------------------
