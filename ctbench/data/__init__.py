@@ -5,4 +5,4 @@ from .base import Dataset, stratified_val_split
 from .registry import available, load_dataset, register
 
 __all__ = ["Dataset", "available", "load_dataset", "register", "stratified_val_split"]
-from . import tabular, vision  # noqa: F401,E402  (registers the real-data loaders)
+from . import consistency, tabular, vision  # noqa: F401,E402  (registers the real-data loaders)

@@ -1,4 +1,6 @@
-"""Counterfactual generators: one batched gradient search, several objectives (Generic, ECCo, REVISE)."""
+"""Counterfactual generators: one batched gradient search, several objectives (Generic, ECCo, REVISE); and the
+consistency study's methods (SNS, Min-ℓ1/ℓ2 elastic net, Min-ε PGD, latent random search, prototype-guided; see
+``.consistency``)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,16 @@ from typing import Any
 
 from ..fidelity import Fidelity, resolve_fidelity
 from .base import Convergence, CounterfactualResult, GradientGenerator
+from .consistency import METHODS as CONSISTENCY_METHODS
+from .consistency import WithSNS, make_method
 from .ecco import ECCoGenerator, energy_multiplier
+from .elastic_net import ElasticNetGenerator
 from .generic import GenericGenerator
+from .latent_search import LatentRandomSearch
+from .pgd import MinEpsPGDGenerator
+from .prototype import PrototypeGenerator
 from .revise import REVISEGenerator
+from .sns import SNSGenerator
 from .vae import VAE
 
 GENERATORS: dict[str, type[GradientGenerator]] = {
@@ -46,6 +55,7 @@ def make_generator(spec: dict[str, Any] | None = None, fidelity: Fidelity | str 
 
 
 __all__ = [
-    "Convergence", "CounterfactualResult", "ECCoGenerator", "GENERATORS", "GenericGenerator", "GradientGenerator",
-    "REVISEGenerator", "VAE", "energy_multiplier", "make_generator",
+    "CONSISTENCY_METHODS", "Convergence", "CounterfactualResult", "ECCoGenerator", "ElasticNetGenerator", "GENERATORS",
+    "GenericGenerator", "GradientGenerator", "LatentRandomSearch", "MinEpsPGDGenerator", "PrototypeGenerator",
+    "REVISEGenerator", "SNSGenerator", "VAE", "WithSNS", "energy_multiplier", "make_generator", "make_method",
 ]
