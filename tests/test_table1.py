@@ -129,3 +129,15 @@ def test_every_version_beside_ours_and_the_primary_is_the_july_preprint(publishe
     assert "not the paper's nine" in avg["flag"] and pd.isna(avg["pub_reduction_pct"])
     counts = agreement_counts(compare_versions(table1(df), published)).set_index("version")
     assert counts.loc["preprint_2025_07", AGREE] == 4  # LS IP, IP*, Cost and Circ IP (50 vs 58)
+
+
+def test_ipstar_groupings_side_by_side_with_agreement(published):
+    from ctbench.report.tables import ipstar_groupings
+
+    df = frame([0.5]).assign(ip_star_run=lambda d: d["ip_star"], ip_star_pooled=lambda d: d["ip_star"] * 1.5)
+    df.loc[df["objective"] == "vanilla", "ip_star_pooled"] = df.loc[df["objective"] == "vanilla", "ip_star"]
+    t = ipstar_groupings(df.assign(dataset="lin_sep"), published).set_index("dataset").loc["LS"]
+    assert t["reduction_pct_per_run"] == pytest.approx(50.0, abs=1.0)
+    assert t["reduction_pct_pooled"] == pytest.approx(25.0, abs=1.5)  # CT's pooled values 1.5 × larger
+    assert t["preprint_2025_07_agreement_per_run"] == AGREE
+    assert ipstar_groupings(frame([0.5])).empty  # evaluations without the two columns

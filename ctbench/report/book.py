@@ -536,10 +536,15 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
                    "intervals."),
         "ipstar_groupings": render_plain(
             src, "ipstar_groupings",
-            ["dataset", "reduction_pct_per_run", "pm_per_run", "significant_per_run", "reduction_pct_pooled",
-             "pm_pooled", "significant_pooled"],
+            ["dataset", "reduction_pct_per_run", "pm_per_run", "significant_per_run",
+             "preprint_2025_07_agreement_per_run", "reduction_pct_pooled", "pm_pooled", "significant_pooled",
+             "preprint_2025_07_agreement_pooled"],
             digits=2, what="experiment `single`",
             legend="IP* reduction with MMD groups per evaluation run (Table 1) and pooled over runs."),
+        "table3_agreement": render_plain(
+            src, "table3_agreement", ["cells", "within", "tolerance", "outside"], digits=2,
+            what="experiments `single` and `mutability` with the published tables",
+            legend="Table 3 cells within the tolerance of the published validity (final version)."),
         "performance": render_plain(
             src, "performance", ["dataset", "acc_ct", "acc_bl", "acc_diff", "f1_ct", "f1_bl", "n_seeds"],
             digits=3, what="experiment `single`",

@@ -64,19 +64,35 @@ def table1_bootstrap(evals: pd.DataFrame, n_boot: int = 1000, seed: int = 2025) 
     return _sort(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
 
 
-def ipstar_groupings(evals: pd.DataFrame) -> pd.DataFrame:
-    """IP* reduction with groups per evaluation run (Table 1's default) and pooled over runs, side by side, so the
-    choice can be judged on all datasets (issue 11). Empty when the evaluations predate the two columns."""
+def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> pd.DataFrame:
+    """IP* reduction with groups per evaluation run (Table 1's default) and pooled over runs, side by side, each with
+    its agreement (sign and significance) with every published version, so the choice can be judged on all
+    datasets (issue 11). Empty when the evaluations predate the two columns."""
+    from .table1 import VERSIONS, agreement, published_versions
+
     single = evals[evals["experiment"] == "single"]
     if not len(single) or not {"ip_star_run", "ip_star_pooled"} <= set(single.columns):
         return pd.DataFrame()
-    parts = []
-    for col, name in (("ip_star_run", "per run"), ("ip_star_pooled", "pooled")):
+    pub = published_versions(published_dir) if published_dir is not None else None
+    rows = []
+    for col, name in (("ip_star_run", "per_run"), ("ip_star_pooled", "pooled")):
         t = reduction_table(pool_seeds(_label(single)), col, kind="ip_star", label="IP*", avg_row=False)
-        parts.append(t[["dataset", "reduction_pct", "pm", "significant", "n_runs"]].assign(grouping=name))
-    wide = pd.concat(parts).pivot(index="dataset", columns="grouping",
-                                  values=["reduction_pct", "pm", "significant"])
-    wide.columns = [f"{v}_{g.replace(' ', '_')}" for v, g in wide.columns]
+        for _, r in t.iterrows():
+            row = {"dataset": r["dataset"], "grouping": name, "reduction_pct": r["reduction_pct"], "pm": r["pm"],
+                   "significant": r["significant"]}
+            for v in VERSIONS if pub is not None else ():
+                p = pub[(pub["version"] == v) & (pub["dataset"] == r["dataset"]) & (pub["metric"] == "IP*")]
+                row[f"{v}_agreement"] = agreement(r["reduction_pct"], r["significant"],
+                                                  *(p[["reduction_pct", "significant"]].iloc[0] if len(p)
+                                                    else (np.nan, pd.NA)))
+            rows.append(row)
+    long = pd.DataFrame(rows)
+    wide = long.pivot(index="dataset", columns="grouping", values=[c for c in long.columns
+                                                                   if c not in ("dataset", "grouping")])
+    wide.columns = [f"{v}_{g}" for v, g in wide.columns]
+    for c in wide.columns:
+        if c.startswith(("reduction_pct", "pm")):
+            wide[c] = wide[c].astype(float)
     return _sort(wide.reset_index())
 
 
@@ -94,6 +110,24 @@ def table3(evals: pd.DataFrame) -> pd.DataFrame:
     out = pd.concat(cols, axis=1).reset_index()
     avg = out.drop(columns="dataset").mean().to_frame().T.assign(dataset="Avg.")
     return _sort(pd.concat([out, avg], ignore_index=True))
+
+
+#: a Table-3 cell agrees when our validity is within this of the published one (issue 11's target)
+VALIDITY_TOLERANCE = 0.05
+
+
+def validity_agreement(t3: pd.DataFrame) -> pd.DataFrame:
+    """How many Table-3 cells (dataset × CT/BL × unconstrained/constrained, Avg. excluded) lie within
+    :data:`VALIDITY_TOLERANCE` of the published validity, and which do not."""
+    diffs = [c for c in t3.columns if c.startswith("diff_")]
+    if not diffs:
+        return pd.DataFrame()
+    cells = t3[t3["dataset"] != "Avg."].melt(id_vars="dataset", value_vars=diffs, var_name="column",
+                                             value_name="diff").dropna(subset=["diff"])
+    off = cells[cells["diff"].abs() > VALIDITY_TOLERANCE]
+    return pd.DataFrame([{"cells": len(cells), "within": len(cells) - len(off), "tolerance": VALIDITY_TOLERANCE,
+                          "outside": "; ".join(f"{r.dataset} {r.column[5:]} {r.diff:+.2f}"
+                                               for r in off.itertuples())}])
 
 
 def cost_table_unconstrained(evals: pd.DataFrame) -> pd.DataFrame:
@@ -179,7 +213,7 @@ def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), rob
             t1 = compare_versions(t1, pub)
             _write_table(agreement_counts(t1), out, "table1_agreement", written)
         _write_table(t1, out, "table1", written)
-        _write_table(ipstar_groupings(evals), out, "ipstar_groupings", written)
+        _write_table(ipstar_groupings(evals, pub), out, "ipstar_groupings", written)
         _write_table(table1_bootstrap(evals, n_boot=n_boot), out, "table1_bootstrap", written)
         ci = table1(evals)
         ci = ci[ci["dataset"] != "Avg."][["dataset", "metric", "ct_mean_abs", "bl_mean_abs", "lb", "ub"]] \
@@ -194,6 +228,7 @@ def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), rob
             t3 = with_published(t3, pub / "table3_validity.csv", ["dataset"],
                                 {c: c for c in t3.columns if c != "dataset"})
         _write_table(t3, out, "table3", written)
+        _write_table(validity_agreement(t3), out, "table3_agreement", written)
         _write_table(cost_table_unconstrained(evals), out, "appendix_cost_unconstrained", written)
         _write_table(ablation(evals), out, "ablation", written)
     if not attrib.empty:
