@@ -70,13 +70,14 @@ def test_seed_level_interval_is_a_t_interval_over_per_seed_reductions():
 
 
 def test_cells_with_nan_metrics_are_not_computable_not_averaged():
-    df = frame([0.8, 0.7])
-    df.loc[df.index % 2 == 0, "ip_star"] = np.nan  # half the IP* values: groups of one counterfactual
+    df = pd.concat([frame([0.8, 0.7]), frame([0.8, 0.7], dataset="Circ")], ignore_index=True)
+    df.loc[(df.index % 2 == 0) & (df["dataset"] == "LS"), "ip_star"] = np.nan  # groups of one counterfactual
     t = table1(df).set_index(["dataset", "metric"])
     cell = t.loc[("LS", "IP*")]
     assert pd.isna(cell["reduction_pct"]) and pd.isna(cell["seed_mean"]) and pd.isna(cell["significant"])
     assert cell["flag"].startswith("not computable: 50% of the IP* values are NaN")
     assert t.loc[("LS", "IP"), "flag"] == "" and np.isfinite(t.loc[("LS", "IP"), "reduction_pct"])
+    assert bool(t.loc[("Circ", "IP*"), "significant"])  # the other cells keep their stars
 
 
 def test_cells_resting_on_few_valid_counterfactuals_are_flagged():

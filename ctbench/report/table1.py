@@ -104,6 +104,8 @@ def table1(evals: pd.DataFrame) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame()
     out = pd.concat(parts, ignore_index=True)
+    for c in ("significant", "seed_significant"):
+        out[c] = out[c].astype("boolean")
     notes = []
     for i, r in out.iterrows():
         note = []
