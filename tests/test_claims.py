@@ -426,3 +426,13 @@ def test_cell_tolerance_is_capped():
     from ctbench.report.claims.rules import cell_tolerance
 
     assert cell_tolerance(217.6) == 20.0 and cell_tolerance(0.4) == 5.0 and cell_tolerance(4.0) == 8.0
+
+
+def test_sign_free_claims_judge_the_distance_only(tmp_path):
+    """'The average cost barely changes (2.75%)': -1.2% is as good a 'barely' as 2.75%; a Table-1 style claim with
+    the same numbers is not reproduced (opposite sign)."""
+    report = _table1(tmp_path, [("LS", "Cost", -1.2, 0.5, False)])
+    base = _value_claim("c", select={"dataset": "LS", "metric": "Cost"}, published=2.75, tolerance={"abs": 10.0})
+    del base["significant"]
+    v = _verdict(tmp_path, [base, {**base, "id": "free", "sign_free": True}], report)["verdict"]
+    assert v.to_dict() == {"c": NOT_REPRODUCED, "free": REPRODUCED}

@@ -148,7 +148,8 @@ def rule_value(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
     ours = float(getattr(pd.Series(values), s["agg_over"])()) if "agg_over" in s else values[0]
     notes = []
     partly_tol = s.get("partly_tolerance")
-    if within(ours, pub, tol) and (partly_tol is not None or pub == 0 or _sign(ours) == _sign(pub)):
+    sign_free = partly_tol is not None or bool(s.get("sign_free")) or pub == 0
+    if within(ours, pub, tol) and (sign_free or _sign(ours) == _sign(pub)):
         verdict = REPRODUCED
         notes.append(f"within {tol_text(tol)} of the published value")
     elif partly_tol is not None:

@@ -34,7 +34,7 @@ _REQUIRED = {"id", "text", "source", "rule", "file", "published"}
 _COMMON = _REQUIRED | {"note", "versions"}
 _ALLOWED = {
     "value": _COMMON | {"select", "over", "column", "agg", "agg_over", "tolerance", "partly_tolerance", "interval",
-                        "significant", "significance_column"},
+                        "significant", "significance_column", "sign_free"},
     "no_effect": _COMMON | {"select", "over", "column", "tolerance", "significance_column", "interval"},
     "relation": _COMMON | {"select", "over", "left", "right", "op", "tolerance", "min_share", "significant"},
     "most_often": _COMMON | {"select", "group", "candidates", "column", "op", "threshold", "expected", "exclude"},
