@@ -4,5 +4,21 @@ from . import synthetic  # noqa: F401,E402  (registers the synthetic datasets)
 from .base import Dataset, stratified_val_split
 from .registry import available, load_dataset, register
 
-__all__ = ["Dataset", "available", "load_dataset", "register", "stratified_val_split"]
+__all__ = ["Dataset", "available", "load_dataset", "raw_files", "register", "stratified_val_split"]
 from . import consistency, tabular, vision  # noqa: F401,E402  (registers the real-data loaders)
+
+
+def raw_files(name: str, params: dict | None = None) -> list[str]:
+    """The raw data files (names of ``ctbench.data.files.FILES``) the loader of ``name`` reads with ``params``;
+    empty for generated (synthetic) data. Lets a run check its files before the first job."""
+    params = dict(params or {})
+    name = next((n for n, info in available().items() if name == n or name in info["aliases"]), name)
+    if name in tabular.SPECS:
+        spec = tabular.SPECS[name]
+        source = tabular._resolve_source(spec, params.get("source", "auto"), params.get("raw_dir"))
+        return [spec.processed_file] if source == "taijadata_processed" else list(spec.raw_files)
+    if name in consistency.SPECS:
+        return list(consistency.SPECS[name].raw_files)
+    if name == "mnist":
+        return list(vision.MNIST_FILES.values())
+    return []
