@@ -345,7 +345,7 @@ def _read_model_file(path: Path, device: str) -> dict[str, Any]:
     except Exception as err:  # truncated, not a torch file, or written by something else: name the file
         size = path.stat().st_size
         raise BadFileError(f"model file {path} ({size} bytes) cannot be read: {type(err).__name__}: "
-                           f"{str(err).splitlines()[0] if str(err) else 'no detail'}. It is truncated or not a "
+                           f"{str(err).split('. ')[0] if str(err) else 'no detail'}. It is truncated or not a "
                            "model saved by ctbench; train it again (ctbench train --out ...).") from None
     if not isinstance(blob, dict) or not isinstance(blob.get("meta"), dict) or "state_dict" not in blob:
         raise BadFileError(f"model file {path} is a torch file but not a ctbench model (no meta/state_dict)")

@@ -100,7 +100,8 @@ def _bad(key: str, value: Any, rule: Rule, why: str = "") -> ConfigError:
                 f"{literal} without quotes.")
     elif rule.kind in ("int", "float") and isinstance(value, str) and _is_number(value):
         hint = " Write the number without quotes."
-    return ConfigError(f"{key}: {value!r} {why}; it must be {rule.describe()}.{hint}")
+    shown = "null" if value is None else repr(value)
+    return ConfigError(f"{key}: {shown} {why}; it must be {rule.describe()}.{hint}")
 
 
 def _is_number(text: str) -> bool:
@@ -130,7 +131,7 @@ def check_value(key: str, value: Any, rule: Rule | None = None) -> Any:
     if value is None:
         if rule.nullable:
             return None
-        raise _bad(key, value, rule, "is null")
+        raise _bad(key, value, rule, "is not allowed")
     if rule.kind == "bool":
         if not isinstance(value, bool) and type(value).__name__ != "bool_":  # numpy's bool is fine too
             raise _bad(key, value, rule)

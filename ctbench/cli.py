@@ -205,7 +205,7 @@ def _protocol_overrides(items: list[str] | None) -> dict:
     from .yaml12 import split_assignment
 
     out = dict(split_assignment(kv, "--set", "n_runs=10") for kv in items or [])
-    return check_protocol_overrides(out, "evaluate --set")
+    return check_protocol_overrides(out, "protocol")
 
 
 def _cmd_evaluate(args) -> int:

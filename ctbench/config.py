@@ -7,6 +7,7 @@ paper's final setting ("Final hyperparameters" table, reference §8.3) for the l
 from __future__ import annotations
 
 import copy
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +53,12 @@ def _merge(default: Any, given: Any, path: str) -> Any:
     if isinstance(default, dict):
         if not isinstance(given, dict):
             raise ConfigError(f"{path or 'config'}: expected a mapping, got {given!r}")
-        unknown = set(given) - set(default)
+        unknown = sorted(map(str, set(given) - set(default)))
         if unknown:
             where = f"{path}." if path else ""
-            raise ConfigError(f"unknown key(s) {', '.join(where + str(k) for k in sorted(map(str, unknown)))}; "
+            close = difflib.get_close_matches(unknown[0], list(default), n=1)
+            hint = f" (did you mean {where}{close[0]}?)" if close else ""
+            raise ConfigError(f"unknown key(s) {', '.join(where + k for k in unknown)}{hint}; "
                               f"allowed here: {sorted(default)}")
         return {k: _merge(default[k], given[k], f"{path}.{k}" if path else k) if k in given
                 else copy.deepcopy(default[k]) for k in default}

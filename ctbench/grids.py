@@ -436,6 +436,7 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
     if not pts:
         raise ValueError("run_chunk: no points")
     fid = resolve_fidelity(fidelity, fidelity_overrides)
+    protocol = grid_protocol(eval_overrides)  # settings first, then the files
     bl = load_model(baseline_model_path, device=device)
     if bl.config["data"]["name"] != dataset:
         raise ValueError(f"baseline {baseline_model_path} was trained on {bl.config['data']['name']!r}, "
@@ -449,7 +450,6 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
     data = load_dataset(dataset, fidelity=fid, **(data_params or {}))
     X_eval = np.vstack([data.X_train, data.X_val])
     y_eval = np.concatenate([data.y_train, data.y_val])
-    protocol = grid_protocol(eval_overrides)
     rows, epoch_frames, configs, seconds, failures = [], [], {}, {}, {}
     for point in pts:
         configs[point["id"]] = point_config(

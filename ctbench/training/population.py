@@ -46,7 +46,7 @@ from ..generators.population import (
     search_space,
 )
 from ..stacked import StackedMLP, architecture, stackable
-from .health import TrainingDidNotLearnError, TrainingFailedError, growth_message, learning_message
+from .health import TrainingFailedError, growth_message, learning_message
 from .objectives import Objective
 from .trainer import PositiveSampler, TrainParams, sample_targets, train, training_tensors
 
@@ -208,10 +208,8 @@ def _train_single(m: Member, rows, X, y, cons, fid, Xv, yv, K, device, dtype, pr
                                convergence=m.convergence, fidelity=fid, X_val=None if Xv is None else Xv.cpu().numpy(),
                                y_val=None if yv is None else yv.cpu().numpy(), n_classes=K, device=device,
                                progress=progress, dtype=dtype)
-    except TrainingFailedError as err:
-        what = "did not learn" if isinstance(err, TrainingDidNotLearnError) else "diverged"
-        return MemberResult(m.name, err.model if m.params.keep_failed else None, err.log,
-                            f"{m.describe()} {what}: {err}")
+    except TrainingFailedError as err:  # its message says "training diverged: ..." or "training did not learn: ..."
+        return MemberResult(m.name, err.model if m.params.keep_failed else None, err.log, f"{m.describe()}: {err}")
     return MemberResult(m.name, model, log)
 
 
@@ -554,7 +552,7 @@ class _PopulationRun:
                 why = learning_message(logs[g][-1]["acc_val"], self.yv, self.K, int(self.steps[g]),
                                        m.params.majority_margin)
                 if why is not None:
-                    self.errors[g] = f"{m.describe()} did not learn: {why}"
+                    self.errors[g] = f"{m.describe()}: training did not learn: {why}"
         out = []
         for g, m in enumerate(self.members):
             log = pd.DataFrame(logs[g])
@@ -594,12 +592,13 @@ class _PopulationRun:
                 continue
             m = self.members[g]
             if not alive[g]:
-                self.errors[g] = (f"{m.describe()} diverged: non-finite loss at epoch {epoch}; {nf[g]} non-finite "
-                                  f"batch(es) in total exceed training.max_nonfinite_batches="
+                self.errors[g] = (f"{m.describe()}: training diverged: non-finite loss at epoch {epoch}; {nf[g]} "
+                                  f"non-finite batch(es) in total exceed training.max_nonfinite_batches="
                                   f"{m.params.max_nonfinite_batches}. Lower the learning rate or the penalty "
                                   "strengths.")
             elif not fw[g]:
-                self.errors[g] = f"{m.describe()} diverged: model weights became non-finite at epoch {epoch}"
+                self.errors[g] = (f"{m.describe()}: training diverged: model weights became non-finite at epoch "
+                                  f"{epoch}")
                 self.alive[g] = False
             if sk[g] and alive[g]:
                 warnings.warn(f"{m.name}: skipped {sk[g]} non-finite batch loss(es) at epoch {epoch}",
@@ -614,7 +613,7 @@ class _PopulationRun:
             if self.errors[g] is None and ok[g]:
                 why = growth_message(row["loss"], self.start_loss[g], epoch, m.params.max_loss_growth)
                 if why is not None:  # stop this member only; the others go on (through the masked update path)
-                    self.errors[g] = f"{m.describe()} diverged: {why}"
+                    self.errors[g] = f"{m.describe()}: training diverged: {why}"
                     self.alive[g] = False
                     self.uniform_steps = None
 

@@ -199,7 +199,8 @@ def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
     rows: list[dict[str, Any]] = []
 
     def failed(kind: type, message: str) -> Exception:
-        return kind(message, log=pd.DataFrame(rows), model=model)
+        what = "did not learn" if kind is TrainingDidNotLearnError else "diverged"
+        return kind(f"training {what}: {message}", log=pd.DataFrame(rows), model=model)
 
     bar = None
     if progress:
