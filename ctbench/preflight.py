@@ -70,18 +70,21 @@ def check_train_config(config: dict[str, Any] | None, *, device: bool = True) ->
     return cfg, fid
 
 
-def check_data(name: str, params: dict[str, Any] | None = None, setting: str = "datasets") -> None:
-    """The raw files of dataset ``name`` exist and match their sha256 (generated data: nothing to check)."""
-    from .data import files, raw_files
+def check_data(name: str, params: dict[str, Any] | None = None, fidelity: Any = "reference") -> None:
+    """Dataset ``name`` with loader ``params``: the parameters are valid (:func:`ctbench.data.check_params`) and the
+    raw files exist with their sha256 (generated data has none); raises ``ConfigError`` / ``BadFileError``."""
+    from .data import check_params, files, raw_files
 
     params = dict(params or {})
     try:
+        check_params(name, params, fidelity)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(str(err)) from None
+    try:
         for f in raw_files(name, params):
             files.raw_path(f, params.get("raw_dir"))
-    except FileNotFoundError as err:
-        raise BadFileError(f"{setting}: {name}: {err}") from None
-    except ValueError as err:
-        raise BadFileError(f"{setting}: {name}: {err}") from None
+    except (FileNotFoundError, ValueError) as err:
+        raise BadFileError(str(err)) from None
 
 
 __all__ = ["check_data", "check_device", "check_train_config"]

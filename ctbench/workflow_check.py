@@ -6,7 +6,8 @@ values, which Snakemake itself leaves as text) and then :func:`check_workflow`, 
 1. the schema (``workflow/schemas/config.schema.yaml``), with messages that name the setting (``training.epochs:
    -5 is less than the minimum of 1``);
 2. the fidelity mode and switches (types from :class:`ctbench.fidelity.Fidelity`), the device (a CUDA device must
-   exist), and the data files of the real datasets (present, with their sha256);
+   exist), each dataset's loader parameters (``data_params``) and the raw files of the real datasets (present, with
+   their sha256);
 3. the train config of every final model, grid point, grid baseline and tuning point through
    :func:`ctbench.preflight.check_train_config` — the very check ``ctbench train`` and the Python API run — so a
    misspelt switch, a bad override or an out-of-range grid value (``tau: [1.5]``) stops the workflow at once;
@@ -21,7 +22,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import BadFileError, ConfigError, UserInputError
 from .yaml12 import load_file, parse_value
 
 
@@ -85,11 +86,13 @@ def check_schema(config: dict[str, Any], schema_path: str | Path) -> None:
 
 
 def _checked(where: str, fn, *args, **kw):
+    """``fn(*args, **kw)``; an error is re-raised with ``where`` (the workflow setting) in front of its message."""
     try:
         return fn(*args, **kw)
-    except (ConfigError, ValueError, TypeError) as err:
+    except (ValueError, TypeError) as err:
         msg = str(err)
-        raise ConfigError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+        kind = type(err) if isinstance(err, UserInputError) else ConfigError
+        raise kind(msg if msg.startswith(where) else f"{where}: {msg}") from None
 
 
 def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None:
@@ -102,17 +105,21 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
     c = workflow.config
     if schema_path is not None:
         check_schema(c, schema_path)
-    _checked("fidelity_overrides", resolve_fidelity, c["fidelity"], c.get("fidelity_overrides") or {})
+    fid = _checked("fidelity_overrides", resolve_fidelity, c["fidelity"], c.get("fidelity_overrides") or {})
     check_device(c.get("device", "cpu"))
-    names = {n for n, info in available().items() for n in (n, *info["aliases"])}
+    names = {alias for n, info in available().items() for alias in (n, *info["aliases"])}
     for ds in (c.get("data_params") or {}):
-        if ds not in workflow.datasets:
-            raise ConfigError(f"data_params.{ds}: {ds!r} is not one of the datasets of this run "
-                              f"({workflow.datasets}); fix the name or add it to datasets")
+        if ds not in names:
+            raise ConfigError(f"data_params.{ds}: {ds!r} is not a dataset; known: {sorted(available())}")
     for ds in workflow.datasets:
         if ds not in names:
             raise ConfigError(f"datasets: unknown dataset {ds!r}; known: {sorted(available())}")
-        check_data(ds, (c.get("data_params") or {}).get(ds), setting="datasets")
+        try:
+            check_data(ds, (c.get("data_params") or {}).get(ds), fid)
+        except BadFileError as err:
+            raise BadFileError(f"datasets: {ds}: {err}") from None
+        except ConfigError as err:
+            raise ConfigError(f"data_params.{ds}: {err}") from None
     # every final model's train config: training, training_overrides, fidelity, data_params, device
     exps, objs, seeds = workflow.final_members()
     for ds in workflow.datasets:
