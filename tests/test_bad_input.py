@@ -219,6 +219,39 @@ def test_in_a_population_only_the_failing_member_is_affected(tmp_path, capsys):
     _nothing_written(tmp_path / "out")
 
 
+def test_the_learning_check_judges_only_where_it_means_something():
+    """A short smoke run at chance (3 epochs × 20 batches) is not judged; nor are tiny validation sets or heavily
+    imbalanced data; a long run at the majority rate is."""
+    from ctbench.training.health import MIN_UPDATES, growth_message, learning_message
+
+    balanced = np.array([0, 1] * 50)
+    assert learning_message(0.5, balanced, 2, 60, 0.02) is None                   # too few updates to judge
+    assert "majority-class rate 0.5000" in learning_message(0.51, balanced, 2, MIN_UPDATES, 0.02)
+    assert learning_message(0.53, balanced, 2, MIN_UPDATES, 0.02) is None         # above the margin: it learnt
+    assert learning_message(0.5, balanced[:10], 2, MIN_UPDATES, 0.02) is None     # 10 validation rows
+    assert learning_message(0.95, np.array([0] * 95 + [1] * 5), 2, 10**4, 0.02) is None  # 95% majority
+    assert learning_message(0.5, balanced, 2, 10**4, None) is None                # check turned off
+    assert growth_message(367.0, 0.3, 7, 1e4) is None                             # the paper grids' worst case
+    assert "exceeds training.max_loss_growth=10000" in growth_message(2e4, 0.3, 1, 1e4)
+    assert growth_message(1e30, 0.3, 1, None) is None
+
+
+def test_keep_failed_in_a_population_marks_only_that_member():
+    from ctbench.api import FailedTraining, train_from_config, train_population_from_configs
+
+    data = {"name": "lin_sep", "params": {"n_draws": 2000, "n_train": 300, "n_val": 100, "n_test": 100}}
+    good = {"data": data, "training": {"epochs": 2}}
+    out = train_population_from_configs({
+        "good": good, "kept": {**good, "training": {"epochs": 2, "lr": 1e6, "keep_failed": True}},
+        "dropped": {**good, "seed": 3, "training": {"epochs": 2, "lr": 1e6}}})
+    assert out["good"].failure is None and out["good"].meta["population"]["size"] == 3
+    assert "training diverged" in out["kept"].failure and len(out["kept"].log) == 1
+    assert isinstance(out["dropped"], FailedTraining) and "training diverged" in out["dropped"].error
+    single = train_from_config(good)
+    for p, q in zip(single.model.parameters(), out["good"].model.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)   # the healthy member is as if trained alone
+
+
 # -- CLI: ctbench generate (issue items 3 and 4) -----------------------------------------------------------------
 GENERATE = [
     ("wrong-width", ["--factuals", "@wide.npy"], ("wide.npy", "5 column(s)", "2 feature(s)")),
