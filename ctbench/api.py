@@ -83,8 +83,9 @@ class TrainedModel:
         t = np.asarray(target)
         if t.ndim == 0:
             t = np.full(len(x), t)
-        if t.shape != (len(x),) or not np.issubdtype(t.dtype, np.integer) and not (
-                np.issubdtype(t.dtype, np.floating) and np.all(np.mod(t, 1) == 0)):
+        whole = np.issubdtype(t.dtype, np.integer) or (np.issubdtype(t.dtype, np.floating) and
+                                                         bool(np.all(np.mod(t, 1) == 0)))
+        if t.shape != (len(x),) or not whole:
             raise UserInputError(f"target: expected one whole class number per factual ({len(x)}), got {target!r}")
         bad = (t < 0) | (t >= self.n_classes)
         if bad.any():

@@ -98,9 +98,11 @@ def _checked(where: str, fn, *args, **kw):
 def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None:
     """All checks of the module docstring for a :class:`ctbench.workflow.Workflow`; raises :class:`ConfigError`."""
     from .data import available
+    from .evaluation.protocol import EvalProtocol
     from .fidelity import resolve_fidelity
     from .grids import baseline_config, grid_points, grid_protocol, point_config
     from .preflight import check_data, check_device, check_train_config
+    from .workflow import family
 
     c = workflow.config
     if schema_path is not None:
@@ -111,7 +113,8 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
     for ds in (c.get("data_params") or {}):
         if ds not in names:
             raise ConfigError(f"data_params.{ds}: {ds!r} is not a dataset; known: {sorted(available())}")
-    for ds in workflow.datasets:
+    grid_only = [d for g in workflow.grid_names() for d in workflow.grid_datasets(g) if d not in workflow.datasets]
+    for ds in dict.fromkeys([*workflow.datasets, *grid_only]):
         if ds not in names:
             raise ConfigError(f"datasets: unknown dataset {ds!r}; known: {sorted(available())}")
         try:
@@ -127,9 +130,6 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
             where = (f"final model {workflow.model_path(e, ds, o, s)} (settings training, training_overrides, "
                      "fidelity_overrides, data_params)")
             _checked(where, check_train_config, workflow.train_config(e, ds, o, s), device=False)
-    from .evaluation.protocol import EvalProtocol
-    from .workflow import family
-
     for e in workflow.experiments:
         for ds in workflow.datasets:
             _checked("evaluation", EvalProtocol.reference, family(ds), constrained=e == "mutability",
