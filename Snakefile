@@ -6,9 +6,10 @@
 import os
 import sys
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 from ctbench.workflow import Workflow
+from ctbench.workflow_check import snakemake_config
 
 min_version("9.0")
 # Jobs call the `ctbench` installed next to this Snakemake, even when its virtualenv is not activated.
@@ -18,8 +19,17 @@ os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.g
 configfile: "workflow/config/paper.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
-W = Workflow(config)
+# Start-up check, before the first job: the config typed by ctbench's YAML 1.2 reader (the files, and the --config
+# values, which Snakemake passes as text), then every setting of every job (schema, fidelity switches, device, data
+# files, each model's and grid point's train config) by the same code as `ctbench train` (ctbench.workflow_check).
+try:
+    _typed = snakemake_config(workflow)
+    config.clear()
+    config.update(_typed)
+    W = Workflow(config)
+    W.check(os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
+except ValueError as err:  # ctbench.errors.ConfigError and friends: one message naming the setting, no traceback
+    sys.exit(f"ctbench: error in the workflow config: {err}")
 RES = W.results
 
 

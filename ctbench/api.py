@@ -20,14 +20,16 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .config import ConfigError, resolve_train_config
+from .config import ConfigError
 from .constraints import Constraints
-from .fidelity import Fidelity, resolve_fidelity
+from .errors import BadFileError, UserInputError
+from .fidelity import Fidelity
 from .generators import VAE, Convergence, CounterfactualResult, make_generator
 from .generators.vae import fit_cached
 from .io import _jsonable, atomic_torch_save, atomic_write_json, provenance
 from .models import build_model
-from .training import Objective, TrainParams, train
+from .preflight import check_train_config
+from .training import Objective, TrainingFailedError, TrainParams, train
 
 FORMAT_VERSION = 1
 
@@ -44,6 +46,53 @@ class TrainedModel:
     meta: dict[str, Any] = field(default_factory=dict)
     vae: VAE | None = None
 
+    @property
+    def failure(self) -> str | None:
+        """Why training failed, for a model kept for inspection (``training.keep_failed``); None for a normal one."""
+        return self.meta.get("training_failure")
+
+    @property
+    def n_features(self) -> int:
+        return int(self.meta["model_spec"]["n_features"])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.meta["model_spec"]["n_classes"])
+
+    def check_inputs(self, X: Any, target: Any = None, *, what: str = "factuals") -> tuple[np.ndarray, Any]:
+        """``X`` as a float32 (n, D) array and ``target`` as int64 (n,), checked against this model: the width, finite
+        values, target classes in 0..K−1. Raises :class:`~ctbench.errors.UserInputError` naming ``what``."""
+        try:
+            x = np.asarray(X, dtype=np.float32)
+        except (TypeError, ValueError) as err:
+            raise UserInputError(f"{what}: not a numeric matrix ({err})") from None
+        if x.ndim == 1 and x.size == 0:
+            x = x.reshape(0, self.n_features)
+        if x.ndim != 2:
+            raise UserInputError(f"{what}: expected a matrix (rows × {self.n_features} features), got shape "
+                                 f"{x.shape}")
+        if x.shape[1] != self.n_features:
+            raise UserInputError(f"{what}: {x.shape[1]} column(s), but the model takes {self.n_features} "
+                                 f"feature(s) (dataset {self.config['data']['name']!r}); give one column per "
+                                 "feature, in the training order")
+        if not np.isfinite(x).all():
+            raise UserInputError(f"{what}: contains NaN or Inf (row {int(np.argwhere(~np.isfinite(x))[0, 0])}); "
+                                 "give finite feature values")
+        if target is None:
+            return x, None
+        t = np.asarray(target)
+        if t.ndim == 0:
+            t = np.full(len(x), t)
+        whole = np.issubdtype(t.dtype, np.integer) or (np.issubdtype(t.dtype, np.floating) and
+                                                         bool(np.all(np.mod(t, 1) == 0)))
+        if t.shape != (len(x),) or not whole:
+            raise UserInputError(f"target: expected one whole class number per factual ({len(x)}), got {target!r}")
+        bad = (t < 0) | (t >= self.n_classes)
+        if bad.any():
+            raise UserInputError(f"target: class {int(t[bad][0])} does not exist; the model has {self.n_classes} "
+                                 f"classes, numbered 0..{self.n_classes - 1}")
+        return x, t.astype(np.int64)
+
     def generator(self, spec: dict[str, Any] | None = None):
         """The training generator (or one built from ``spec``) under this model's fidelity mode."""
         return make_generator(spec or self.config["generator"], self.fidelity, vae=self.vae)
@@ -58,9 +107,10 @@ class TrainedModel:
         trained without constraints under the protected features.
         """
         conv = Convergence(**(convergence or self.config["convergence"]))
+        X, target = self.check_inputs(X, target)
         dev = next(self.model.parameters()).device
-        x = torch.as_tensor(np.asarray(X), dtype=torch.float32, device=dev)
-        t = torch.as_tensor(np.asarray(target), dtype=torch.long, device=dev)
+        x = torch.as_tensor(X, dtype=torch.float32, device=dev)
+        t = torch.as_tensor(target, dtype=torch.long, device=dev)
         cons = self.constraints if use_constraints else Constraints(x.shape[1])
         if mutability is not None:
             dom = None if cons.lower is None else (cons.lower.tolist(), cons.upper.tolist())
@@ -81,7 +131,8 @@ class TrainedModel:
     def save(self, path: str | Path) -> Path:
         """Write ``path`` (weights + metadata) and a readable ``path.json`` sidecar, each atomically."""
         path = Path(path)
-        meta = {**self.meta, "format_version": FORMAT_VERSION, "config": self.config,
+        meta = {**self.meta, "training_status": "failed" if self.failure else "ok",
+                "format_version": FORMAT_VERSION, "config": self.config,
                 "fidelity": self.fidelity.to_dict(), "constraints": self.constraints.to_dict(),
                 "log": self.log.to_dict(orient="list")}
         meta = json.loads(json.dumps(meta, default=_jsonable))  # plain types only (safe to load)
@@ -139,12 +190,15 @@ def _prepare(config: dict[str, Any] | None, data=None, progress: bool = False, v
     """Resolve ``config`` and build its parts; ``vaes`` caches trained VAEs by (dataset, VAE config)."""
     from .data import available, load_dataset
 
-    cfg = resolve_train_config(config)
-    fid = resolve_fidelity(cfg["fidelity"], cfg["fidelity_overrides"])
-    if cfg["device"].startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError("device: 'cuda' requested but no CUDA device is available; use device: cpu")
+    cfg, fid = check_train_config(config)
     if data is None:
         data = load_dataset(cfg["data"]["name"], fidelity=fid, **cfg["data"]["params"])
+    classes = np.unique(np.asarray(data.y_train))
+    if len(classes) < 2 or data.n_classes < 2:
+        raise UserInputError(
+            f"dataset {cfg['data']['name']!r} (data.params {cfg['data']['params']}): the training split has one class "
+            f"only (class {classes[0] if len(classes) else '-'} in all {len(data.y_train)} rows): a classifier needs "
+            "at least two classes. Check the dataset and its size parameters (e.g. n_train, n_draws).")
     family = available().get(cfg["data"]["name"], {}).get("family") or data.meta.get("family")
     cons = _constraints_for(cfg, data)
     objective, notes = effective_objective(cfg, fid, family)
@@ -166,7 +220,7 @@ def _prepare(config: dict[str, Any] | None, data=None, progress: bool = False, v
 
 
 def _trained(p: _Prepared, model: nn.Module, log: pd.DataFrame, seconds: float,
-             population: dict[str, Any] | None = None) -> TrainedModel:
+             population: dict[str, Any] | None = None, failure: str | None = None) -> TrainedModel:
     data, cfg = p.data, p.cfg
     with torch.no_grad():
         x_test = torch.as_tensor(data.X_test, dtype=torch.float32, device=cfg["device"])
@@ -180,6 +234,8 @@ def _trained(p: _Prepared, model: nn.Module, log: pd.DataFrame, seconds: float,
     }
     if population is not None:
         meta["population"] = population
+    if failure is not None:  # kept for inspection (training.keep_failed): marked, and refused by load_model
+        meta["training_failure"] = failure
     return TrainedModel(model, cfg, p.fid, p.cons, log, meta, p.vae)
 
 
@@ -188,15 +244,22 @@ def train_from_config(config: dict[str, Any] | None = None, *, data=None, progre
     p = _prepare(config, data, progress)
     torch.set_num_threads(int(p.cfg["threads"]))
     t0 = time.perf_counter()
-    model, log = train(p.model, p.data.X_train, p.data.y_train, objective=p.objective, generator=p.generator,
-                       params=p.params, constraints=p.cons, convergence=p.conv, fidelity=p.fid, X_val=p.data.X_val,
-                       y_val=p.data.y_val, n_classes=p.data.n_classes, device=p.cfg["device"], progress=progress)
+    try:
+        model, log = train(p.model, p.data.X_train, p.data.y_train, objective=p.objective, generator=p.generator,
+                           params=p.params, constraints=p.cons, convergence=p.conv, fidelity=p.fid,
+                           X_val=p.data.X_val, y_val=p.data.y_val, n_classes=p.data.n_classes,
+                           device=p.cfg["device"], progress=progress)
+    except TrainingFailedError as err:
+        if not p.params.keep_failed or err.model is None:
+            raise
+        return _trained(p, err.model, err.log, time.perf_counter() - t0, failure=str(err))
     return _trained(p, model, log, time.perf_counter() - t0)
 
 
 @dataclass
 class FailedTraining:
-    """A population member that diverged: its config, the reason and the log up to the failure (nothing saved)."""
+    """A population member whose training failed (diverged or did not learn): its config, the reason and the log up
+    to the failure (nothing saved)."""
 
     name: str
     config: dict[str, Any]
@@ -234,7 +297,7 @@ def train_population_from_configs(configs: dict[str, dict[str, Any]] | list[dict
     first_of: dict[str, str] = {}
     for name, config in named.items():
         try:
-            cfg = resolve_train_config(config)
+            cfg, _ = check_train_config(config)
             ckey = json.dumps(cfg, sort_keys=True, default=str)
             if ckey in first_of:
                 same_as[name] = first_of[ckey]
@@ -262,29 +325,55 @@ def train_population_from_configs(configs: dict[str, dict[str, Any]] | list[dict
                                    X_val=d.X_val, y_val=d.y_val, n_classes=d.n_classes, device=first.cfg["device"],
                                    progress=progress)
         for n, p, r in zip(names, ps, results, strict=True):
-            if not r.ok:
-                out[n] = FailedTraining(n, p.cfg, r.error, r.log)
-                continue
             pop = {"size": r.population_size, "wall_seconds": r.population_seconds, "members": len(names)}
-            out[n] = _trained(p, r.model, r.log, r.seconds, pop)
+            if not r.ok and r.model is not None:  # training.keep_failed: kept for inspection, marked failed
+                out[n] = _trained(p, r.model, r.log, r.seconds, pop, failure=r.error)
+            elif not r.ok:
+                out[n] = FailedTraining(n, p.cfg, r.error, r.log)
+            else:
+                out[n] = _trained(p, r.model, r.log, r.seconds, pop)
     for name, first in same_as.items():
         out[name] = out[first]
     return {n: out[n] for n in named}
 
 
-def load_model(path: str | Path, device: str = "cpu") -> TrainedModel:
-    """Load a model saved by :meth:`TrainedModel.save` (weights are checked to be finite)."""
+def _read_model_file(path: Path, device: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise BadFileError(f"model file {path} does not exist" if not path.exists() else
+                           f"model file {path} is not a file")
+    try:
+        blob = torch.load(path, map_location=device, weights_only=True)
+    except Exception as err:  # truncated, not a torch file, or written by something else: name the file
+        size = path.stat().st_size
+        raise BadFileError(f"model file {path} ({size} bytes) cannot be read: {type(err).__name__}: "
+                           f"{str(err).split('. ')[0] if str(err) else 'no detail'}. It is truncated or not a "
+                           "model saved by ctbench; train it again (ctbench train --out ...).") from None
+    if not isinstance(blob, dict) or not isinstance(blob.get("meta"), dict) or "state_dict" not in blob:
+        raise BadFileError(f"model file {path} is a torch file but not a ctbench model (no meta/state_dict)")
+    return blob
+
+
+def load_model(path: str | Path, device: str = "cpu", *, allow_failed: bool = False) -> TrainedModel:
+    """Load a model saved by :meth:`TrainedModel.save` (weights are checked to be finite).
+
+    A model whose training failed and was kept for inspection (``training.keep_failed``) is refused unless
+    ``allow_failed``; an unreadable file raises :class:`~ctbench.errors.BadFileError` naming it."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"model file {path} does not exist")
-    blob = torch.load(path, map_location=device, weights_only=True)
+    blob = _read_model_file(path, device)
     meta = blob["meta"]
     if meta.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"{path}: model format {meta.get('format_version')} is not {FORMAT_VERSION}")
+        raise BadFileError(f"{path}: model format {meta.get('format_version')} is not {FORMAT_VERSION}; "
+                           "train it again with this ctbench")
+    if meta.get("training_failure") and not allow_failed:
+        raise BadFileError(f"model file {path} was kept after its training failed ({meta['training_failure']}); "
+                           "it is for inspection only (load_model(..., allow_failed=True)), not for evaluation")
     spec = dict(meta["model_spec"])
     n_features, n_classes = spec.pop("n_features"), spec.pop("n_classes")
     model = build_model(spec, n_features, n_classes)
-    model.load_state_dict(blob["state_dict"])
+    try:
+        model.load_state_dict(blob["state_dict"])
+    except RuntimeError as err:
+        raise BadFileError(f"model file {path}: the weights do not fit the model it describes ({err})") from None
     model.to(device).eval()
     c = meta["constraints"]
     cons = Constraints.build(n_features, domain=c["domain"], mutability=c["mutability"],

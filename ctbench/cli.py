@@ -19,15 +19,21 @@ def _train_configs(args) -> list[dict]:
     sources = args.config_json or args.config or [None]
     if len(sources) != len(args.out):
         raise ConfigError(f"{len(sources)} config(s) for {len(args.out)} --out file(s): give one --out per config")
+    sets = list(args.set or []) + (["training.keep_failed=true"] if args.keep_failed else [])
     cfgs = []
     for src in sources:
         if args.config_json:
-            cfg = json.loads(src)
-            for a in args.set or []:
+            try:
+                cfg = json.loads(src)
+            except json.JSONDecodeError as err:
+                raise ConfigError(f"--config-json: not valid JSON ({err}): {src[:80]!r}") from None
+            if not isinstance(cfg, dict):
+                raise ConfigError(f"--config-json: expected a JSON object of settings, got {src[:80]!r}")
+            for a in sets:
                 set_dotted(cfg, a)
             cfg = resolve_train_config(cfg)
         else:
-            cfg = load_config(src, args.set)
+            cfg = load_config(src, sets)
         if args.best:
             from .paper_settings import apply_best
 
@@ -50,6 +56,12 @@ def _cmd_train(args) -> int:
             failed += 1
             print(f"not saved: {out}: {result.error}", file=sys.stderr)
             continue
+        if result.failure:  # training.keep_failed / --keep-failed: saved for inspection, marked failed
+            failed += 1
+            result.save(out)
+            print(f"training failed; kept for inspection (marked failed in {out}.json): {out}: {result.failure}",
+                  file=sys.stderr)
+            continue
         path = result.save(out)
         last = result.log.iloc[-1]
         print(f"saved {path} (test accuracy {result.meta['acc_test']:.4f}, final share mature "
@@ -57,36 +69,62 @@ def _cmd_train(args) -> int:
     return 1 if failed else 0
 
 
-def _read_matrix(path: str) -> np.ndarray:
-    p = Path(path)
-    if p.suffix == ".npy":
-        return np.load(p)
-    import pandas as pd
+def _read_matrix(path: str, option: str = "--factuals") -> np.ndarray:
+    """A feature matrix from ``.npy`` or a CSV with a header row; errors name the option and the file."""
+    from .errors import BadFileError
 
-    return pd.read_csv(p).to_numpy(dtype=np.float32)
+    p = Path(path)
+    if not p.is_file():
+        raise BadFileError(f"{option} {p}: the file does not exist" if not p.exists() else f"{option} {p}: not a file")
+    try:
+        if p.suffix == ".npy":
+            X = np.load(p, allow_pickle=False)
+        else:
+            import pandas as pd
+
+            try:
+                X = pd.read_csv(p).to_numpy(dtype=np.float32)
+            except pd.errors.EmptyDataError:
+                raise BadFileError(f"{option} {p}: the file is empty; give a header row (one name per feature) "
+                                   "and one row per factual") from None
+        return np.asarray(X, dtype=np.float32)
+    except BadFileError:
+        raise
+    except Exception as err:  # truncated .npy, text in a number column, a binary file given as CSV, ...
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise BadFileError(f"{option} {p}: cannot read a numeric matrix ({type(err).__name__}: {detail}); give a "
+                           ".npy array or a CSV with a header row and numbers only") from None
 
 
 def _cmd_generate(args) -> int:
     import pandas as pd
 
     from .api import load_model
+    from .checks import check_value
+    from .errors import UserInputError
     from .io import atomic_write_text
+    from .yaml12 import split_assignment
 
     trained = load_model(args.model)
-    X = _read_matrix(args.factuals).astype(np.float32)
+    X, _ = trained.check_inputs(_read_matrix(args.factuals), what=f"--factuals {args.factuals}")
     if args.target is not None:
+        if not 0 <= args.target < trained.n_classes:
+            raise UserInputError(f"--target {args.target}: no such class; the model {args.model} has "
+                                 f"{trained.n_classes} classes, numbered 0..{trained.n_classes - 1}")
         target = np.full(len(X), args.target, dtype=np.int64)
     else:  # default: the next class after the predicted one
-        target = (trained.predict(X) + 1) % trained.meta["model_spec"]["n_classes"]
+        target = (trained.predict(X) + 1) % trained.n_classes
     gen_spec = dict(trained.config["generator"])
     for kv in args.generator or []:
-        k, v = kv.split("=", 1)
-        gen_spec[k] = float(v) if k.startswith(("lambda", "step")) else v
+        k, v = split_assignment(kv, "--generator", "lambda_energy=1.0")
+        gen_spec[k] = check_value(f"generator.{k}", v)
     conv = dict(trained.config["convergence"])
     if args.tau is not None:
-        conv["tau"] = args.tau
+        conv["tau"] = check_value("convergence.tau", args.tau)
     if args.max_iter is not None:
-        conv["max_iter"] = args.max_iter
+        conv["max_iter"] = check_value("convergence.max_iter", args.max_iter)
+    if len(X) == 0:  # nothing to search: an empty result at once
+        print(f"{args.factuals} has no rows: nothing to search", file=sys.stderr)
     res = trained.counterfactuals(X, target, generator=gen_spec, convergence=conv, seed=args.seed)
     D = X.shape[1]
     cf = pd.DataFrame(res.counterfactual.cpu().numpy(), columns=[f"cf_{i}" for i in range(D)])
@@ -95,7 +133,8 @@ def _cmd_generate(args) -> int:
     cf.insert(2, "steps", res.steps.cpu().numpy())
     cf.insert(3, "prob_target", res.prob_target.cpu().numpy())
     atomic_write_text(args.out, cf.to_csv(index=False))
-    print(f"wrote {len(cf)} counterfactuals to {args.out} ({float(res.mature.float().mean()):.1%} mature)")
+    share = f"{float(res.mature.float().mean()):.1%} mature" if len(cf) else "no factuals"
+    print(f"wrote {len(cf)} counterfactuals to {args.out} ({share})")
     return 0
 
 
@@ -120,10 +159,16 @@ def _cmd_data_summary(args) -> int:
 def _cmd_data_prepare(args) -> int:
     import json
 
+    from .config import ConfigError
     from .data import available, load_dataset
     from .io import atomic_write_json, provenance
 
-    params = json.loads(args.params) if args.params else {}
+    try:
+        params = json.loads(args.params) if args.params else {}
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"--params: not valid JSON ({err}): {args.params!r}") from None
+    if not isinstance(params, dict):
+        raise ConfigError(f"--params: expected a JSON object such as '{{\"n_draws\": 5000}}', got {args.params!r}")
     ds = load_dataset(args.dataset, fidelity=args.fidelity, **params)
     info = {"dataset": args.dataset, "family": available()[args.dataset]["family"], "params": params,
             "fidelity": args.fidelity, "summary": ds.summary(), "feature_names": ds.feature_names,
@@ -156,16 +201,11 @@ def _cmd_data_status(args) -> int:
 
 
 def _protocol_overrides(items: list[str] | None) -> dict:
-    from .config import ConfigError, parse_value
+    from .evaluation.protocol import check_protocol_overrides
+    from .yaml12 import split_assignment
 
-    out = {}
-    for kv in items or []:
-        if "=" not in kv:
-            raise ConfigError(f"--set {kv!r}: expected key=value, e.g. n_runs=10")
-        k, v = kv.split("=", 1)
-        value = parse_value(v)
-        out[k.strip()] = tuple(value) if isinstance(value, list) else value
-    return out
+    out = dict(split_assignment(kv, "--set", "n_runs=10") for kv in items or [])
+    return check_protocol_overrides(out, "protocol")
 
 
 def _cmd_evaluate(args) -> int:
@@ -196,8 +236,14 @@ def _cmd_attribution(args) -> int:
 
 
 def _cmd_report(args) -> int:
+    from .errors import BadFileError
     from .report.tables import PUBLISHED_DIR, write_extras, write_report
 
+    inputs = [*(args.eval or []), *(args.robustness or []), *(args.attribution or []), *(args.grids or []),
+              *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
+    missing = [f for f in inputs if not Path(f).is_file()]
+    if missing:  # checked before anything is written
+        raise BadFileError(f"report: input file(s) not found: {', '.join(missing)}")
     published = None if args.published == "none" else (args.published or PUBLISHED_DIR)
     written = write_report(args.out, evaluations=args.eval or [], robustness=args.robustness or [],
                            attribution=args.attribution or [], published_dir=published,
@@ -252,6 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output model file (.pt), one per config; a .pt.json sidecar is written too")
     t.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key, e.g. training.epochs=5")
     t.add_argument("--best", help="best.json of the tuning stage: its tau and lambda_reg replace the config's")
+    t.add_argument("--keep-failed", dest="keep_failed", action="store_true",
+                   help="save a run that diverged or did not learn anyway, for inspection, marked failed in its "
+                   "sidecar (= training.keep_failed: true); the exit code stays 1")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_cmd_train)
 
@@ -363,19 +412,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .config import ConfigError
-
+    """Run one command. A bad setting, argument or file (``ctbench.errors.UserInputError`` and the ``ValueError`` /
+    ``OSError`` of a bad value or path) is one line ``ctbench: error: ...`` and exit code 2, as argparse's own usage
+    errors; a training run that failed (diverged, did not learn) or a failed book build is exit code 1."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, FileNotFoundError, ValueError) as err:
+    except (ValueError, OSError) as err:  # UserInputError/ConfigError/BadFileError are ValueErrors
         print(f"ctbench: error: {err}", file=sys.stderr)
         return 2
-    except RuntimeError as err:  # a diverged training run, a failed book build: reported, nothing saved
+    except KeyboardInterrupt:
+        print("ctbench: interrupted", file=sys.stderr)
+        return 130
+    except RuntimeError as err:  # a failed training run, a failed book build: reported, nothing saved
         from .report.book import BookBuildError
-        from .training import TrainingDivergedError
+        from .training import TrainingFailedError
 
-        if isinstance(err, (TrainingDivergedError, BookBuildError)):
+        if isinstance(err, (TrainingFailedError, BookBuildError)):
             print(f"ctbench: error: {err}", file=sys.stderr)
             return 1
         raise

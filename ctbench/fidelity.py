@@ -7,8 +7,11 @@ mode *and* the resolved switches, so a result never hides which behaviour ran.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
+
+from .checks import Rule, check_overrides
+from .errors import ConfigError
 
 FidelityMode = Literal["reference", "paper"]
 
@@ -90,26 +93,30 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: ranges of the numeric switches (their types come from the annotations of :class:`Fidelity`)
+_RULES: dict[str, Rule] = {
+    "ce_step_size": Rule("float", lo=0.0, lo_open=True),
+    "nascent_epsilon": Rule("float", lo=0.0),
+    "domain_n_sigma": Rule("float", lo=0.0, lo_open=True),
+    "mmd_length_scale": Rule("float", lo=0.0, lo_open=True),
+}
+
+
+def check_switches(overrides: dict[str, Any] | None, where: str = "fidelity_overrides") -> dict[str, Any]:
+    """Check switch overrides by the field types of :class:`Fidelity` (a new switch is covered by its annotation):
+    booleans must be real booleans (``'false'`` in quotes is refused, never read as ``bool('false') = True``),
+    numbers numbers within range, choices one of their values. Returns the normalised overrides."""
+    return check_overrides(Fidelity, overrides, where, exclude=("mode",), choices=_CHOICES, rules=_RULES,
+                           noun="switch")
+
+
 def resolve_fidelity(mode: str = "reference", overrides: dict[str, Any] | None = None) -> Fidelity:
-    """Return the preset ``mode`` with individual switches overridden; unknown names fail loudly."""
+    """Return the preset ``mode`` with individual switches overridden; unknown names and wrong types fail loudly
+    (:class:`~ctbench.errors.ConfigError`, which is a ``ValueError``)."""
     if isinstance(mode, Fidelity):
         base = mode
-    elif mode not in PRESETS:
-        raise ValueError(f"fidelity: unknown mode {mode!r}; choose one of {sorted(PRESETS)}")
+    elif not isinstance(mode, str) or mode not in PRESETS:
+        raise ConfigError(f"fidelity: unknown mode {mode!r}; choose one of {sorted(PRESETS)}")
     else:
         base = PRESETS[mode]
-    overrides = dict(overrides or {})
-    known = {f.name: f.type for f in fields(Fidelity)}
-    for key, value in overrides.items():
-        if key not in known or key == "mode":
-            raise ValueError(
-                f"fidelity.{key}: unknown switch; known switches are {sorted(k for k in known if k != 'mode')}"
-            )
-        if key in _CHOICES and value not in _CHOICES[key]:
-            raise ValueError(f"fidelity.{key}: {value!r} is not one of {_CHOICES[key]}")
-    fid = replace(base, **overrides)
-    if fid.ce_step_size <= 0:
-        raise ValueError("fidelity.ce_step_size must be > 0")
-    if fid.nascent_epsilon < 0:
-        raise ValueError("fidelity.nascent_epsilon must be >= 0")
-    return fid
+    return replace(base, **check_switches(overrides))

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .errors import ConfigError
 from .paper_settings import SYNTHETIC, model_config
 
 #: grid parameter → (dotted key of the ``ctbench train`` config, label in point ids; "" = the value itself)
@@ -129,31 +130,38 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _norm_value(name: str, v: Any) -> Any:
+def _norm_value(name: str, v: Any, where: str = "") -> Any:
+    """A grid value checked by the rule of the config setting it sets (:data:`ctbench.checks.RULES`: type and
+    range, e.g. τ in (0, 1]), so a bad grid value fails when the grid is defined, not inside a job."""
+    from .checks import check_value
+
+    where = where or f"grid parameter {name}"
     if v is None and name == "step_size":
         return None
     if name == "generator":
         v = str(v).lower()
         if v not in GENERATORS:
-            raise ValueError(f"grid parameter generator: {v!r} is not one of {GENERATORS}")
+            raise ConfigError(f"{where}: {v!r} is not one of {GENERATORS}")
         return v
-    if name in ("max_iter", "nce", "epochs"):
-        if float(v) != int(v):
-            raise ValueError(f"grid parameter {name}: {v!r} is not an integer")
-        return int(v)
-    return float(v)
+    key = PARAMS[name][0]
+    try:
+        return check_value(key, v)
+    except ConfigError as err:
+        msg = str(err).removeprefix(f"{key}: ")
+        raise ConfigError(f"{where}: {msg} (the grid value sets {key})") from None
 
 
-def grid_definition(name: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+def grid_definition(name: str, overrides: dict[str, Any] | None = None, where: str = "") -> dict[str, Any]:
     """The grid ``name`` with values replaced from ``overrides``.
 
     ``overrides`` is the grid's config block: ``{param: [values]}`` replaces the values of a varied parameter,
     ``{"fixed": {param: value}}`` changes a non-varied setting (e.g. ``{"fixed": {"epochs": 5}}``); the keys of
     :data:`META_KEYS` (``datasets``, ``seeds``, ``chunk_size``, ``eval``, …) are the workflow's and are ignored.
-    Unknown keys raise ``ValueError``.
+    Unknown keys and bad values raise ``ValueError`` naming ``where`` (default ``grids.<name>``) and the key.
     """
     if name not in GRIDS:
         raise ValueError(f"grid: unknown name {name!r}; choose one of {sorted(GRIDS)}")
+    where = where or f"grids.{name}"
     g = copy.deepcopy(GRIDS[name])
     g["name"] = name
     params = {k: tuple(_norm_value(k, v) for v in vals) for k, vals in g["params"].items()}
@@ -162,19 +170,19 @@ def grid_definition(name: str, overrides: dict[str, Any] | None = None) -> dict[
         if key == "fixed":
             for k, v in dict(value or {}).items():
                 if k not in PARAMS:
-                    raise ValueError(f"grids.{name}.fixed.{k}: unknown parameter; known: {sorted(PARAMS)}")
+                    raise ValueError(f"{where}.fixed.{k}: unknown parameter; known: {sorted(PARAMS)}")
                 if k in params:
-                    raise ValueError(f"grids.{name}.fixed.{k}: {k} is varied in this grid; give it as a list")
-                fixed[k] = _norm_value(k, v)
+                    raise ValueError(f"{where}.fixed.{k}: {k} is varied in this grid; give it as a list")
+                fixed[k] = _norm_value(k, v, f"{where}.fixed.{k}")
         elif key in META_KEYS:
             continue
         elif key in params:
             vals = value if isinstance(value, (list, tuple)) else [value]
             if not vals:
-                raise ValueError(f"grids.{name}.{key}: empty list of values")
-            params[key] = tuple(dict.fromkeys(_norm_value(key, v) for v in vals))
+                raise ValueError(f"{where}.{key}: empty list of values")
+            params[key] = tuple(dict.fromkeys(_norm_value(key, v, f"{where}.{key}") for v in vals))
         else:
-            raise ValueError(f"grids.{name}.{key}: not a parameter of this grid (varied: {sorted(params)}; "
+            raise ValueError(f"{where}.{key}: not a parameter of this grid (varied: {sorted(params)}; "
                              f"set other parameters under 'fixed', workflow keys: {sorted(META_KEYS)})")
     g["params"], g["fixed"] = params, fixed
     return g
@@ -198,13 +206,13 @@ def _point_id(params: dict[str, Any]) -> str:
     return pid
 
 
-def grid_points(name: str, overrides: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def grid_points(name: str, overrides: dict[str, Any] | None = None, where: str = "") -> list[dict[str, Any]]:
     """The CT points of grid ``name``: dicts ``{"grid", "id", "params" (varied), "settings" (all)}``.
 
     ``settings`` = Note 1 defaults ⊕ the grid's fixed values ⊕ the point's values (JSON-serialisable), so a point
     alone is enough to build its config. Ids follow the grid's parameter order, e.g. ``tau0.75_egy5_T25_ecco``.
     """
-    g = grid_definition(name, overrides)
+    g = grid_definition(name, overrides, where)
     keys = list(g["params"])
     points = []
     for combo in itertools.product(*(g["params"][k] for k in keys)):
@@ -325,13 +333,9 @@ def _effective_step(cfg: dict[str, Any], fid) -> float:
 # -- running a chunk -------------------------------------------------------------------------------------------------
 def grid_protocol(eval_overrides: dict[str, Any] | None = None):
     """The grid :class:`~ctbench.evaluation.protocol.EvalProtocol` with ``eval_overrides`` applied."""
-    from .evaluation.protocol import EvalProtocol
+    from .evaluation.protocol import EvalProtocol, check_protocol_overrides
 
-    spec = {**GRID_EVAL, **(eval_overrides or {})}
-    if isinstance(spec.get("lambdas"), (list, tuple)):
-        spec["lambdas"] = tuple(float(v) for v in spec["lambdas"])
-    else:
-        spec["lambdas"] = (float(spec["lambdas"]),)
+    spec = check_protocol_overrides({**GRID_EVAL, **(eval_overrides or {})}, "grid evaluation")
     return EvalProtocol(**spec)
 
 
@@ -432,6 +436,7 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
     if not pts:
         raise ValueError("run_chunk: no points")
     fid = resolve_fidelity(fidelity, fidelity_overrides)
+    protocol = grid_protocol(eval_overrides)  # settings first, then the files
     bl = load_model(baseline_model_path, device=device)
     if bl.config["data"]["name"] != dataset:
         raise ValueError(f"baseline {baseline_model_path} was trained on {bl.config['data']['name']!r}, "
@@ -445,7 +450,6 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
     data = load_dataset(dataset, fidelity=fid, **(data_params or {}))
     X_eval = np.vstack([data.X_train, data.X_val])
     y_eval = np.concatenate([data.y_train, data.y_val])
-    protocol = grid_protocol(eval_overrides)
     rows, epoch_frames, configs, seconds, failures = [], [], {}, {}, {}
     for point in pts:
         configs[point["id"]] = point_config(
@@ -463,7 +467,11 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
         iterator = tqdm(pts, desc=f"{name} {dataset} evaluation", unit="point")
     for point in iterator:
         ct = trained[point["id"]]
-        if isinstance(ct, FailedTraining):  # reported in its own row and in the sidecar; the others go on
+        if not isinstance(ct, FailedTraining) and ct.failure and save_models_dir is not None:
+            ct.save(Path(save_models_dir) / f"{point['id']}.pt")  # kept for inspection, marked failed
+        if isinstance(ct, FailedTraining) or ct.failure:  # its own row and the sidecar say why; the others go on
+            ct = FailedTraining(point["id"], ct.config, ct.error if isinstance(ct, FailedTraining) else ct.failure,
+                                ct.log)
             failures[point["id"]] = ct.error
             warnings.warn(f"grid {name} {dataset}: point {point['id']} not evaluated: {ct.error}", RuntimeWarning,
                           stacklevel=2)
@@ -591,26 +599,23 @@ def _json_arg(text: str | None, what: str) -> dict[str, Any]:
     if not text:
         return {}
     p = Path(text)
-    raw = p.read_text() if not text.lstrip().startswith("{") and p.exists() else text
+    raw = p.read_text() if not text.lstrip().startswith("{") and p.is_file() else text
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as err:
-        raise ValueError(f"{what}: not valid JSON ({err})") from err
+        raise ConfigError(f"{what}: not valid JSON ({err}): {text[:80]!r} (give a JSON object or a JSON file)") \
+            from None
     if not isinstance(value, dict):
-        raise ValueError(f"{what}: expected a JSON object")
+        raise ConfigError(f"{what}: expected a JSON object, got {text[:80]!r}")
     return value
 
 
 def _sets(items: list[str] | None) -> dict[str, Any]:
-    import yaml
+    """``--set key=value`` overrides, typed by the one YAML 1.2 parser of ``ctbench train --set`` (1e-3 is a
+    float)."""
+    from .yaml12 import split_assignment
 
-    out = {}
-    for kv in items or []:
-        if "=" not in kv:
-            raise ValueError(f"--set {kv!r}: expected key=value, e.g. vae.epochs=5")
-        k, v = kv.split("=", 1)
-        out[k.strip()] = yaml.safe_load(v)
-    return out
+    return dict(split_assignment(kv, "--set", "vae.epochs=5") for kv in items or [])
 
 
 def _apply_flag(value: str) -> bool | None:

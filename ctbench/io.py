@@ -77,6 +77,26 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 150) -> list[Path]:
     return out
 
 
+def read_csv_file(path: str | Path, what: str = "CSV file"):
+    """``pd.read_csv`` of a ``.csv`` or ``.csv.gz`` file; a missing, truncated or unparsable file raises
+    :class:`~ctbench.errors.BadFileError` naming the file (never EOFError or a zlib error from deep inside)."""
+    import zlib
+
+    import pandas as pd
+
+    from .errors import BadFileError
+
+    p = Path(path)
+    if not p.is_file():
+        raise BadFileError(f"{what} {p} does not exist" if not p.exists() else f"{what} {p} is not a file")
+    try:
+        return pd.read_csv(p)
+    except (EOFError, OSError, zlib.error, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        detail = str(err).splitlines()[0] if str(err) else "no detail"
+        raise BadFileError(f"{what} {p} ({p.stat().st_size} bytes) cannot be read ({type(err).__name__}: {detail}): "
+                           "it is truncated, empty or not a CSV file. Run the step that writes it again.") from None
+
+
 def _jsonable(o: Any):
     if hasattr(o, "tolist"):
         return o.tolist()

@@ -69,8 +69,8 @@ class LeNet(nn.Module):
 MODEL_TYPES = {"mlp": MLP, "linear": LinearModel, "lenet": LeNet}
 
 
-def build_model(spec: dict[str, Any], n_features: int, n_classes: int, seed: int | None = None) -> nn.Module:
-    """Build a model from a config block such as ``{"type": "mlp", "hidden": 32, "layers": 1}``."""
+def check_model_spec(spec: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(type, the other keys) of a model config block; unknown types or keys raise ``ValueError``."""
     spec = dict(spec)
     kind = spec.pop("type", "mlp")
     if kind not in MODEL_TYPES:
@@ -79,6 +79,12 @@ def build_model(spec: dict[str, Any], n_features: int, n_classes: int, seed: int
     unknown = set(spec) - allowed
     if unknown:
         raise ValueError(f"model: unknown key(s) {sorted(unknown)} for type {kind!r}; allowed: {sorted(allowed)}")
+    return kind, spec
+
+
+def build_model(spec: dict[str, Any], n_features: int, n_classes: int, seed: int | None = None) -> nn.Module:
+    """Build a model from a config block such as ``{"type": "mlp", "hidden": 32, "layers": 1}``."""
+    kind, spec = check_model_spec(spec)
     gen = None
     if seed is not None:
         gen = torch.Generator().manual_seed(int(seed))

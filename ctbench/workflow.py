@@ -51,6 +51,12 @@ class Workflow:
     def experiments(self) -> list[str]:
         return list(self.config["experiments"])
 
+    def check(self, schema_path: str | None = None) -> None:
+        """Every setting of every job checked before the first one runs (:mod:`ctbench.workflow_check`)."""
+        from .workflow_check import check_workflow
+
+        check_workflow(self, schema_path)
+
     # -- paths ---------------------------------------------------------------------------------------------------
     def model_path(self, experiment: str, dataset: str, objective: str, seed: int) -> str:
         """Where a final model lives. The vanilla baseline ignores counterfactual and mutability settings, so one
@@ -285,19 +291,21 @@ class Workflow:
     def model_args(self, models: dict[str, str]) -> str:
         return " ".join(f"--model {shlex.quote(f'{name}={path}')}" for name, path in models.items())
 
-    def eval_args(self, experiment: str, dataset: str) -> str:
-        ev = self.config.get("evaluation", {})
-        args = []
-        if experiment == "mutability":
-            args.append("--constrained")
+    def eval_settings(self, dataset: str) -> dict[str, Any]:
+        """The protocol overrides of ``ctbench evaluate`` for ``dataset`` (the ``evaluation`` block; null = the
+        paper's value)."""
+        ev = self.config.get("evaluation", {}) or {}
         sets = {"n_runs": ev.get("n_runs"), "lambdas": ev.get("lambdas"), "seed": ev.get("seed")}
         n_ind = ev.get("n_individuals")
         if isinstance(n_ind, dict):
             n_ind = n_ind.get(family(dataset))
         sets["n_individuals"] = n_ind
-        for k, v in sets.items():
-            if v is not None:
-                args.append(f"--set {shlex.quote(f'{k}={json.dumps(v)}')}")
+        return {k: v for k, v in sets.items() if v is not None}
+
+    def eval_args(self, experiment: str, dataset: str) -> str:
+        args = ["--constrained"] if experiment == "mutability" else []
+        for k, v in self.eval_settings(dataset).items():
+            args.append(f"--set {shlex.quote(f'{k}={json.dumps(v)}')}")
         return " ".join(args)
 
     def attribution_args(self) -> str:

@@ -19,7 +19,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..checks import Rule, check_overrides, check_value
 from ..constraints import Constraints
+from ..errors import ConfigError
 from ..fidelity import Fidelity
 from ..generators import Convergence, make_generator
 from .metrics import cost_l1, implausibility, ip_star, redundancy, validity
@@ -57,13 +59,35 @@ class EvalProtocol:
 
     @classmethod
     def reference(cls, family: str = "synthetic", constrained: bool = False, **overrides: Any) -> EvalProtocol:
-        """The settings of the paper's final evaluation for a dataset family (§7.1)."""
+        """The settings of the paper's final evaluation for a dataset family (§7.1); ``overrides`` are checked by
+        :func:`check_protocol_overrides`."""
         base = cls(n_individuals=N_INDIVIDUALS.get(family, 100), constrained=constrained,
                    tau=0.5 if constrained else 0.95)
-        return replace(base, **overrides)
+        return replace(base, **check_protocol_overrides(overrides))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+#: ranges of the protocol's numeric settings (their types come from the field annotations of EvalProtocol)
+_PROTOCOL_RULES = {"n_individuals": Rule("int", lo=1), "n_runs": Rule("int", lo=1), "tau": Rule("float", 0, 1, True),
+                   "max_iter": Rule("int", lo=0), "lambda_cost": Rule("float", lo=0.0), "ip_k": Rule("int", lo=1),
+                   "mmd_n_sub": Rule("int", lo=1), "seed": Rule("int", lo=0)}
+
+
+def check_protocol_overrides(overrides: dict[str, Any] | None, where: str = "evaluation") -> dict[str, Any]:
+    """Overrides of :class:`EvalProtocol` checked by name, type and range (``lambdas``: a non-empty list of numbers
+    ≥ 0, or one number); raises :class:`~ctbench.errors.ConfigError` naming the setting."""
+    overrides = dict(overrides or {})
+    lambdas = overrides.pop("lambdas", None)
+    out = check_overrides(EvalProtocol, overrides, where, choices={"split": ("test", "train")},
+                          rules=_PROTOCOL_RULES)
+    if lambdas is not None:
+        values = lambdas if isinstance(lambdas, (list, tuple)) else [lambdas]
+        if not values:
+            raise ConfigError(f"{where}.lambdas: the list is empty; give at least one λ_egy, e.g. [0.5, 5.0]")
+        out["lambdas"] = tuple(check_value(f"{where}.lambdas", v, Rule("float", lo=0.0)) for v in values)
+    return out
 
 
 def draw_pairs(n_classes: int, n_individuals: int, n_runs: int, redraw: bool,

@@ -29,17 +29,23 @@ GENERATORS: dict[str, type[GradientGenerator]] = {
 _KEYS = {"type", "step_size", "lambda_cost", "lambda_energy", "energy_reg", "decay", "enforce_mutability"}
 
 
-def make_generator(spec: dict[str, Any] | None = None, fidelity: Fidelity | str = "reference",
-                   vae: VAE | None = None) -> GradientGenerator:
-    """Build a generator from a config block; step size, nascent ε and maturity default to the fidelity mode."""
+def check_generator_spec(spec: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """(type, the other keys) of a generator config block; unknown types or keys raise ``ValueError``."""
     spec = dict(spec or {})
-    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
     kind = str(spec.pop("type", "ecco")).lower()
     if kind not in GENERATORS:
         raise ValueError(f"generator.type: unknown generator {kind!r}; choose one of {sorted(GENERATORS)}")
     unknown = set(spec) - _KEYS
     if unknown:
         raise ValueError(f"generator: unknown key(s) {sorted(unknown)}; allowed: {sorted(_KEYS - {'type'})}")
+    return kind, spec
+
+
+def make_generator(spec: dict[str, Any] | None = None, fidelity: Fidelity | str = "reference",
+                   vae: VAE | None = None) -> GradientGenerator:
+    """Build a generator from a config block; step size, nascent ε and maturity default to the fidelity mode."""
+    kind, spec = check_generator_spec(spec)
+    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
     if spec.get("step_size") is None:
         spec["step_size"] = fid.ce_step_size
     if kind != "ecco":
@@ -57,5 +63,6 @@ def make_generator(spec: dict[str, Any] | None = None, fidelity: Fidelity | str 
 __all__ = [
     "CONSISTENCY_METHODS", "Convergence", "CounterfactualResult", "ECCoGenerator", "ElasticNetGenerator", "GENERATORS",
     "GenericGenerator", "GradientGenerator", "LatentRandomSearch", "MinEpsPGDGenerator", "PrototypeGenerator",
-    "REVISEGenerator", "SNSGenerator", "VAE", "WithSNS", "energy_multiplier", "make_generator", "make_method",
+    "REVISEGenerator", "SNSGenerator", "VAE", "WithSNS", "check_generator_spec", "energy_multiplier", "make_generator",
+    "make_method",
 ]

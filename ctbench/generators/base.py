@@ -70,6 +70,13 @@ class CounterfactualResult:
         return CounterfactualResult(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
 
+def empty_result(x: torch.Tensor, target: torch.Tensor) -> CounterfactualResult:
+    """The result of a search over zero factuals (``x`` of shape (0, D))."""
+    none = torch.zeros(0, dtype=torch.bool, device=x.device)
+    return CounterfactualResult(x, target, x.clone(), x.clone(), none, torch.zeros(0, dtype=torch.long,
+                                device=x.device), torch.zeros(0, dtype=x.dtype, device=x.device), none.clone())
+
+
 @contextlib.contextmanager
 def frozen_parameters(model: nn.Module):
     """Temporarily stop tracking parameter gradients (the search differentiates w.r.t. inputs only)."""
@@ -154,6 +161,8 @@ class GradientGenerator:
         cons = constraints or Constraints(x.shape[1])
         if cons.n_features != x.shape[1]:
             raise ValueError(f"constraints are for {cons.n_features} features, factuals have {x.shape[1]}")
+        if x.shape[0] == 0:  # nothing to search: an empty result at once (the step loop needs a row to finish)
+            return empty_result(x, target)
         with frozen_parameters(model):
             layers = self._closed_form_layers(model)
             if layers is not None:

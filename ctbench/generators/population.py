@@ -130,6 +130,11 @@ def population_search(model, x: torch.Tensor, target: torch.Tensor, settings: Me
     current rows active (a gather; results do not depend on it). ``latent``: search in a VAE's latent space
     (REVISE) with each member's own random stream.
     """
+    if x.shape[1] == 0:  # no factuals: an empty result at once
+        G, _, D = x.shape
+        z = torch.zeros(G, 0, dtype=torch.bool, device=x.device)
+        return PopulationSearchResult(x.clone(), x.clone(), z, torch.zeros(G, 0, dtype=torch.long, device=x.device),
+                                      torch.zeros(G, 0, dtype=x.dtype, device=x.device), z.clone())
     with torch.no_grad():  # gradients are taken by hand (StackedMLP.input_grad); no autograd graph is needed
         return _search(model, x.detach(), target, settings, constraints, valid, compact_below, latent)
 

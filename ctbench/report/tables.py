@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import BadFileError
 from ..evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
-from ..io import atomic_write_json, atomic_write_text, provenance
+from ..io import atomic_write_json, atomic_write_text, provenance, read_csv_file
 from .markdown import frame_to_markdown
 from .table1 import agreement_counts, compare_versions, pool_seeds
 from .table1 import table1 as table1_cells
@@ -27,9 +28,17 @@ PAPER_LABELS = {"lin_sep": "LS", "circles": "Circ", "moons": "Moon", "over": "OL
 PAPER_ORDER = list(PAPER_LABELS.values())
 
 
-def read_frames(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """Concatenate tidy CSV outputs (``.csv`` or ``.csv.gz``); an empty list gives an empty frame."""
-    frames = [pd.read_csv(p) for p in paths]
+def read_frames(paths: Iterable[str | Path], what: str = "input", required: Iterable[str] = ()) -> pd.DataFrame:
+    """Concatenate tidy CSV outputs (``.csv`` or ``.csv.gz``); an empty list gives an empty frame. A missing,
+    truncated or foreign file (without the ``required`` columns) raises ``BadFileError`` naming it."""
+    frames = []
+    for p in paths:
+        df = read_csv_file(p, what)
+        missing = [c for c in required if c not in df.columns]
+        if missing:
+            raise BadFileError(f"{what} {p} lacks the column(s) {missing}: it is not an output of the command that "
+                               f"writes {what}s")
+        frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -205,7 +214,9 @@ def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), rob
     """
     out = Path(out)
     pub = Path(published_dir) if published_dir else None
-    evals, robust, attrib = read_frames(evaluations), read_frames(robustness), read_frames(attribution)
+    evals = read_frames(evaluations, "evaluation file", ("experiment", "dataset", "model"))
+    robust = read_frames(robustness, "robustness file", ("dataset", "model"))
+    attrib = read_frames(attribution, "attribution file", ("dataset", "model"))
     written: dict[str, Any] = {}
     if not evals.empty:
         t1 = table1(evals)

@@ -12,9 +12,11 @@ population_search`).
 Members that cannot share a program (other architecture, batch size or epochs) are put in separate groups
 automatically; models that cannot be stacked (not a plain MLP/linear model, or a generator with custom search hooks)
 run through the single-model trainer. Members with different search spaces (feature space; the latent space of a
-REVISE VAE) share the training program and search once per space each epoch. A member
-whose loss or weights stop being finite is reported (name, settings, epoch) and returned without a model; the others
-go on. Invalid per-member settings are rejected before any training starts.
+REVISE VAE) share the training program and search once per space each epoch. A member that diverges or does not
+learn (:mod:`.health`: non-finite loss or weights, loss far beyond its start, validation accuracy at the
+majority-class rate) is reported (name, settings, epoch, figures) and returned without a model (with it, marked by
+its ``error``, when its ``params.keep_failed``); the others go on. Invalid per-member settings are rejected before
+any training starts.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ from ..generators.population import (
     search_space,
 )
 from ..stacked import StackedMLP, architecture, stackable
+from .health import TrainingFailedError, growth_message, learning_message
 from .objectives import Objective
-from .trainer import PositiveSampler, TrainingDivergedError, TrainParams, sample_targets, train, training_tensors
+from .trainer import PositiveSampler, TrainParams, sample_targets, train, training_tensors
 
 _PARTS = ("clf", "div", "reg", "adv")
 #: factuals × features per member from which the epoch's search runs member by member (see ``_search_each``)
@@ -205,8 +208,8 @@ def _train_single(m: Member, rows, X, y, cons, fid, Xv, yv, K, device, dtype, pr
                                convergence=m.convergence, fidelity=fid, X_val=None if Xv is None else Xv.cpu().numpy(),
                                y_val=None if yv is None else yv.cpu().numpy(), n_classes=K, device=device,
                                progress=progress, dtype=dtype)
-    except TrainingDivergedError as err:
-        return MemberResult(m.name, None, pd.DataFrame(), f"{m.describe()} diverged: {err}")
+    except TrainingFailedError as err:  # its message says "training diverged: ..." or "training did not learn: ..."
+        return MemberResult(m.name, err.model if m.params.keep_failed else None, err.log, f"{m.describe()}: {err}")
     return MemberResult(m.name, model, log)
 
 
@@ -275,6 +278,7 @@ class _PopulationRun:
         self.full_batch = [all(i < n for n in self.n_batches) for i in range(self.NB)]
         self.alive = torch.ones(G, dtype=torch.bool, device=dev)
         self.errors: list[str | None] = [None] * G
+        self.start_loss: list[float] | None = None  # each member's first mini-batch loss (untrained weights)
 
     # -- counterfactuals of one epoch ---------------------------------------------------------------------------
     def _epoch_counterfactuals(self, active: list[int]):
@@ -514,6 +518,8 @@ class _PopulationRun:
             fast_ok = 0
             for i in range(self.NB):
                 total, parts, have = self._batch_loss(i, order, cf)
+                if self.start_loss is None:
+                    self.start_loss = total.detach().double().cpu().tolist()
                 if self.uniform_steps is not None and self.full_batch[i] and bool(torch.isfinite(total).all()):
                     # the common case, every member alive, with a batch and a finite loss: no masks needed
                     self._adam_step_all(self._grad(total.sum()))
@@ -541,11 +547,18 @@ class _PopulationRun:
                 bar.update()
         if bar is not None:
             bar.close()
+        for g, m in enumerate(self.members):  # did it learn? (only the members that are still running)
+            if self.errors[g] is None and logs[g]:
+                why = learning_message(logs[g][-1]["acc_val"], self.yv, self.K, int(self.steps[g]),
+                                       m.params.majority_margin)
+                if why is not None:
+                    self.errors[g] = f"{m.describe()}: training did not learn: {why}"
         out = []
         for g, m in enumerate(self.members):
             log = pd.DataFrame(logs[g])
             if self.errors[g] is not None:
-                out.append(MemberResult(m.name, None, log, self.errors[g]))
+                out.append(MemberResult(m.name, self.stack.member(g) if m.params.keep_failed else None, log,
+                                        self.errors[g]))
             else:
                 out.append(MemberResult(m.name, self.stack.member(g), log))
         return out
@@ -579,12 +592,13 @@ class _PopulationRun:
                 continue
             m = self.members[g]
             if not alive[g]:
-                self.errors[g] = (f"{m.describe()} diverged: non-finite loss at epoch {epoch}; {nf[g]} non-finite "
-                                  f"batch(es) in total exceed training.max_nonfinite_batches="
+                self.errors[g] = (f"{m.describe()}: training diverged: non-finite loss at epoch {epoch}; {nf[g]} "
+                                  f"non-finite batch(es) in total exceed training.max_nonfinite_batches="
                                   f"{m.params.max_nonfinite_batches}. Lower the learning rate or the penalty "
                                   "strengths.")
             elif not fw[g]:
-                self.errors[g] = f"{m.describe()} diverged: model weights became non-finite at epoch {epoch}"
+                self.errors[g] = (f"{m.describe()}: training diverged: model weights became non-finite at epoch "
+                                  f"{epoch}")
                 self.alive[g] = False
             if sk[g] and alive[g]:
                 warnings.warn(f"{m.name}: skipped {sk[g]} non-finite batch loss(es) at epoch {epoch}",
@@ -596,6 +610,12 @@ class _PopulationRun:
             row.update(share_mature=mature, mean_steps=steps, search_seconds=search_seconds if g in stats else 0.0,
                        nonfinite_batches=nf[g], acc_train=acc_train[g], acc_val=acc_val[g], seconds=seconds)
             logs[g].append(row)
+            if self.errors[g] is None and ok[g]:
+                why = growth_message(row["loss"], self.start_loss[g], epoch, m.params.max_loss_growth)
+                if why is not None:  # stop this member only; the others go on (through the masked update path)
+                    self.errors[g] = f"{m.describe()}: training diverged: {why}"
+                    self.alive[g] = False
+                    self.uniform_steps = None
 
 
 __all__ = ["Member", "MemberResult", "leave_one_out_members", "seed_members", "train_population"]

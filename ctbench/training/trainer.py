@@ -9,9 +9,10 @@ come in file order every epoch (Flux's unshuffled DataLoader) unless ``fidelity.
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -20,13 +21,11 @@ import torch
 from torch import nn
 
 from ..constraints import Constraints
+from ..errors import UserInputError
 from ..fidelity import Fidelity, resolve_fidelity
 from ..generators.base import Convergence, GradientGenerator
+from .health import TrainingDidNotLearnError, TrainingDivergedError, growth_message, learning_message
 from .objectives import CounterfactualGroup, Objective
-
-
-class TrainingDivergedError(RuntimeError):
-    """The loss or the weights became NaN/Inf; nothing is saved."""
 
 
 @dataclass(frozen=True)
@@ -38,17 +37,20 @@ class TrainParams:
     lr: float = 1e-3
     #: non-finite batch losses tolerated (their update is skipped, as the reference does) before the run stops
     max_nonfinite_batches: int = 0
+    #: a failed run (see :mod:`.health`) is still returned/saved for inspection, marked failed
+    keep_failed: bool = False
+    #: the run diverged when an epoch's mean loss exceeds this × max(|first-batch loss|, 1); None: no check
+    max_loss_growth: float | None = 1e4
+    #: the run did not learn when its final validation accuracy ≤ majority-class rate + this; None: no check
+    majority_margin: float | None = 0.02
     seed: int = 0
 
     def __post_init__(self):
-        if self.epochs < 1 or self.batch_size < 1:
-            raise ValueError("training: epochs and batch_size must be >= 1")
-        if self.nce is not None and self.nce < 1:
-            raise ValueError("training.nce must be >= 1 or null (= the whole training set)")
-        if not 0.0 <= self.burnin <= 1.0:
-            raise ValueError(f"training.burnin: {self.burnin} must lie in [0, 1] (a share of the epochs)")
-        if self.lr <= 0:
-            raise ValueError("training.lr must be > 0")
+        from ..checks import check_value
+
+        for f in fields(self):  # the same rules as the config (ctbench.checks.RULES), also for direct API use
+            key = "seed" if f.name == "seed" else f"training.{f.name}"
+            object.__setattr__(self, f.name, check_value(key, getattr(self, f.name)))
 
 
 def split_obs(n: int, k: int) -> list[tuple[int, int]]:
@@ -144,13 +146,24 @@ def training_tensors(X_train: Any, y_train: Any, X_val: Any, y_val: Any, n_class
         raise ValueError(f"training data must be X (n, D) and y (n,), got {tuple(X.shape)} and {tuple(y.shape)}")
     if not bool(torch.isfinite(X).all()):
         raise ValueError("training features contain NaN or Inf; clean the data first")
+    if X.shape[0] == 0:
+        raise UserInputError("training data has no rows; a model needs at least one row of each of two classes")
     K = int(n_classes if n_classes is not None else int(y.max()) + 1)
     if int(y.min()) < 0 or int(y.max()) >= K:
         raise ValueError(f"labels must lie in 0..{K - 1}")
+    present = torch.unique(y).tolist()
+    if K < 2 or len(present) < 2:
+        raise UserInputError(
+            f"the training data has one class only (class {present[0]}, all {X.shape[0]} rows; the dataset declares "
+            f"{K} class(es)): a classifier needs at least two classes, and counterfactuals need a class to move "
+            "to. Check the dataset, its labels and its size parameters (e.g. n_train).")
     Xv = yv = None
     if X_val is not None:
         Xv = torch.as_tensor(np.asarray(X_val), dtype=dtype, device=device)
         yv = torch.as_tensor(np.asarray(y_val), dtype=torch.long, device=device)
+        if Xv.ndim != 2 or Xv.shape[1] != X.shape[1] or yv.shape != (Xv.shape[0],):
+            raise ValueError(f"validation data must be X (n, {X.shape[1]}) and y (n,), got {tuple(Xv.shape)} and "
+                             f"{tuple(yv.shape)}")
     return X, y, Xv, yv, K
 
 
@@ -162,8 +175,10 @@ def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
           dtype: torch.dtype = torch.float32) -> tuple[nn.Module, pd.DataFrame]:
     """Train ``model`` in place with counterfactual training; returns the model and a per-epoch log.
 
-    Raises :class:`TrainingDivergedError` when more than ``params.max_nonfinite_batches`` batch losses are
-    non-finite or the weights stop being finite.
+    Raises :class:`~.health.TrainingDivergedError` when more than ``params.max_nonfinite_batches`` batch losses
+    are non-finite, the weights stop being finite or the loss grows beyond ``params.max_loss_growth`` × its start,
+    and :class:`~.health.TrainingDidNotLearnError` when the model ends at the majority-class rate (see
+    :mod:`.health`). Both carry the log up to the failure (``err.log``) and the model (``err.model``).
     """
     fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
     device = torch.device(device)
@@ -179,65 +194,85 @@ def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
     batches = [(a, min(a + b, N)) for a in range(0, N, b)]
     burnin_epochs = round(params.burnin * params.epochs)
     nonfinite = 0
-    rows = []
-    epochs = range(1, params.epochs + 1)
+    updates = 0
+    start_loss: float | None = None  # the loss of the first mini-batch, at the untrained weights
+    rows: list[dict[str, Any]] = []
+
+    def failed(kind: type, message: str) -> Exception:
+        what = "did not learn" if kind is TrainingDidNotLearnError else "diverged"
+        return kind(f"training {what}: {message}", log=pd.DataFrame(rows), model=model)
+
     bar = None
     if progress:
         from tqdm.auto import tqdm
         bar = tqdm(total=params.epochs, desc=f"train {objective.name}", unit="epoch")
-    for epoch in epochs:
-        t0 = time.perf_counter()
-        cf = None
-        if objective.needs_counterfactuals and epoch > burnin_epochs:
+    try:
+        for epoch in range(1, params.epochs + 1):
+            t0 = time.perf_counter()
+            cf = None
+            if objective.needs_counterfactuals and epoch > burnin_epochs:
+                model.eval()
+                cf = generate_epoch_counterfactuals(model, X, y, K, generator, cons, conv, params.nce, len(batches),
+                                                    fid, gen)
+            model.train()
+            order = torch.randperm(N, generator=gen).to(device) if fid.shuffle_batches else None
+            sums: dict[str, float] = {}
+            n_ok = 0
+            for i, (a, z) in enumerate(batches):
+                sel = slice(a, z) if order is None else order[a:z]
+                loss, parts = objective(model, X[sel], y[sel], cf.groups[i] if cf is not None else None)
+                value = float(loss.detach())
+                if start_loss is None:
+                    start_loss = value
+                if not math.isfinite(value):
+                    nonfinite += 1
+                    detail = ", ".join(f"{k}={float(v.detach()):.4g}" for k, v in parts.items())
+                    if nonfinite > params.max_nonfinite_batches:
+                        raise failed(TrainingDivergedError,
+                                     f"non-finite loss {value} at epoch {epoch}, batch {i + 1} ({detail}); "
+                                     f"{nonfinite} non-finite batch(es) in total exceed "
+                                     f"training.max_nonfinite_batches={params.max_nonfinite_batches}. Lower the "
+                                     "learning rate or the penalty strengths.")
+                    warnings.warn(f"skipping non-finite loss at epoch {epoch}, batch {i + 1} ({detail})",
+                                  RuntimeWarning, stacklevel=2)
+                    continue
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                n_ok += 1
+                updates += 1
+                sums["loss"] = sums.get("loss", 0.0) + value
+                for k, v in parts.items():
+                    sums[k] = sums.get(k, 0.0) + float(v.detach())
+            if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+                raise failed(TrainingDivergedError, f"model weights became non-finite at epoch {epoch}")
             model.eval()
-            cf = generate_epoch_counterfactuals(model, X, y, K, generator, cons, conv, params.nce, len(batches),
-                                                fid, gen)
-        model.train()
-        order = torch.randperm(N, generator=gen).to(device) if fid.shuffle_batches else None
-        sums: dict[str, float] = {}
-        n_ok = 0
-        for i, (a, z) in enumerate(batches):
-            sel = slice(a, z) if order is None else order[a:z]
-            loss, parts = objective(model, X[sel], y[sel], cf.groups[i] if cf is not None else None)
-            if not bool(torch.isfinite(loss)):
-                nonfinite += 1
-                detail = ", ".join(f"{k}={float(v.detach()):.4g}" for k, v in parts.items())
-                if nonfinite > params.max_nonfinite_batches:
-                    raise TrainingDivergedError(
-                        f"non-finite loss {float(loss.detach())} at epoch {epoch}, batch {i + 1} ({detail}); "
-                        f"{nonfinite} non-finite batch(es) in total exceed training.max_nonfinite_batches="
-                        f"{params.max_nonfinite_batches}. Lower the learning rate or the penalty strengths.")
-                warnings.warn(f"skipping non-finite loss at epoch {epoch}, batch {i + 1} ({detail})",
-                              RuntimeWarning, stacklevel=2)
-                continue
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            n_ok += 1
-            sums["loss"] = sums.get("loss", 0.0) + float(loss.detach())
-            for k, v in parts.items():
-                sums[k] = sums.get(k, 0.0) + float(v.detach())
-        if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
-            raise TrainingDivergedError(f"model weights became non-finite at epoch {epoch}")
-        model.eval()
-        row = {"epoch": epoch, "loss": sums.get("loss", float("nan")) / max(n_ok, 1)}
-        for k in ("clf", "div", "reg", "adv"):
-            row[k] = sums[k] / n_ok if k in sums and n_ok else float("nan")
-        row["share_mature"] = cf.share_mature if cf is not None else float("nan")
-        row["mean_steps"] = cf.mean_steps if cf is not None else float("nan")
-        row["search_seconds"] = cf.search_seconds if cf is not None else 0.0
-        row["nonfinite_batches"] = nonfinite
-        row["acc_train"] = _accuracy(model, X, y)
-        row["acc_val"] = _accuracy(model, Xv, yv) if Xv is not None else float("nan")
-        row["seconds"] = time.perf_counter() - t0
-        rows.append(row)
+            row = {"epoch": epoch, "loss": sums.get("loss", float("nan")) / max(n_ok, 1)}
+            for k in ("clf", "div", "reg", "adv"):
+                row[k] = sums[k] / n_ok if k in sums and n_ok else float("nan")
+            row["share_mature"] = cf.share_mature if cf is not None else float("nan")
+            row["mean_steps"] = cf.mean_steps if cf is not None else float("nan")
+            row["search_seconds"] = cf.search_seconds if cf is not None else 0.0
+            row["nonfinite_batches"] = nonfinite
+            row["acc_train"] = _accuracy(model, X, y)
+            row["acc_val"] = _accuracy(model, Xv, yv) if Xv is not None else float("nan")
+            row["seconds"] = time.perf_counter() - t0
+            rows.append(row)
+            if bar is not None:
+                bar.set_postfix(loss=f"{row['loss']:.3f}", acc=f"{row['acc_train']:.3f}",
+                                mature=f"{row['share_mature']:.2f}")
+                bar.update()
+            why = growth_message(row["loss"], start_loss, epoch, params.max_loss_growth) if n_ok else None
+            if why is not None:
+                raise failed(TrainingDivergedError, why)
+    finally:
         if bar is not None:
-            bar.set_postfix(loss=f"{row['loss']:.3f}", acc=f"{row['acc_train']:.3f}",
-                            mature=f"{row['share_mature']:.2f}")
-            bar.update()
-    if bar is not None:
-        bar.close()
+            bar.close()
+    why = learning_message(rows[-1]["acc_val"], yv, K, updates, params.majority_margin)
+    if why is not None:
+        raise failed(TrainingDidNotLearnError, why)
     return model, pd.DataFrame(rows)
 
 
-__all__ = ["TrainParams", "TrainingDivergedError", "generate_epoch_counterfactuals", "split_obs", "train"]
+__all__ = ["TrainParams", "TrainingDidNotLearnError", "TrainingDivergedError", "generate_epoch_counterfactuals",
+           "split_obs", "train"]

@@ -1,0 +1,155 @@
+"""The workflow's start-up check: every setting of every job, checked before the first job runs.
+
+The Snakefile calls :func:`typed_config` (the one YAML 1.2 reader types the config files and the ``--config``
+values, which Snakemake itself leaves as text) and then :func:`check_workflow`, which runs
+
+1. the schema (``workflow/schemas/config.schema.yaml``), with messages that name the setting (``training.epochs:
+   -5 is less than the minimum of 1``);
+2. the fidelity mode and switches (types from :class:`ctbench.fidelity.Fidelity`), the device (a CUDA device must
+   exist), each dataset's loader parameters (``data_params``) and the raw files of the real datasets (present, with
+   their sha256);
+3. the train config of every final model, grid point, grid baseline and tuning point through
+   :func:`ctbench.preflight.check_train_config` — the very check ``ctbench train`` and the Python API run — so a
+   misspelt switch, a bad override or an out-of-range grid value (``tau: [1.5]``) stops the workflow at once;
+4. the evaluation protocol of each experiment and grid.
+
+Every failure is a :class:`~ctbench.errors.ConfigError` whose message starts with the workflow setting.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from .errors import BadFileError, ConfigError, UserInputError
+from .yaml12 import load_file, parse_value
+
+
+def _retype(value: Any) -> Any:
+    if isinstance(value, str):
+        return parse_value(value, "--config")
+    if isinstance(value, dict):
+        return {k: _retype(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_retype(v) for v in value]
+    return value
+
+
+def _update(base: dict[str, Any], new: dict[str, Any]) -> None:
+    """Snakemake's ``update_config``: nested mappings merge, everything else replaces."""
+    for k, v in new.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            _update(base[k], v)
+        else:
+            base[k] = copy.deepcopy(v)
+
+
+def typed_config(configfiles: list[str | Path], cli: dict[str, Any] | None) -> dict[str, Any]:
+    """The workflow config as Snakemake merges it (``configfiles`` in order, then ``--config``), but typed by YAML
+    1.2: in the files ``1e-3`` is a number (Snakemake's YAML 1.1 reads it as text), and a ``--config`` value, which
+    Snakemake passes as text (``training='{epochs: 5}'`` gives ``{'epochs': '5'}``), gets the type it is written
+    with. Quoted text stays text (``'false'`` is not a boolean)."""
+    config: dict[str, Any] = {}
+    for f in configfiles:
+        data = load_file(f, "workflow config file") or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"workflow config file {f}: the top level must be a mapping of settings")
+        _update(config, data)
+    _update(config, _retype(dict(cli or {})))
+    return config
+
+
+def snakemake_config(workflow: Any) -> dict[str, Any]:
+    """:func:`typed_config` of a running Snakefile's ``workflow`` object: the ``configfile:`` directive's files
+    (unless ``--replace-workflow-config``), then the ``--configfile`` files, then the ``--config`` values, in the
+    order Snakemake applies them."""
+    settings = workflow.config_settings
+    cli_files = [Path(f).resolve() for f in settings.configfiles]
+    directive = [] if getattr(settings, "replace_workflow_config", False) else \
+        [f for f in workflow.configfiles if Path(f).resolve() not in cli_files]
+    return typed_config([*directive, *cli_files], dict(settings.config))
+
+
+def check_schema(config: dict[str, Any], schema_path: str | Path) -> None:
+    """The JSON schema of the workflow config; the message names the setting, the value and the rule."""
+    import jsonschema
+
+    schema = load_file(schema_path, "workflow schema")
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        err = jsonschema.exceptions.best_match(errors)
+        where = ".".join(str(p) for p in err.absolute_path) or "config"
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise ConfigError(f"{where}: {err.message}{more}. The allowed settings are described in {schema_path}.")
+
+
+def _checked(where: str, fn, *args, **kw):
+    """``fn(*args, **kw)``; an error is re-raised with ``where`` (the workflow setting) in front of its message."""
+    try:
+        return fn(*args, **kw)
+    except (ValueError, TypeError) as err:
+        msg = str(err)
+        kind = type(err) if isinstance(err, UserInputError) else ConfigError
+        raise kind(msg if msg.startswith(where) else f"{where}: {msg}") from None
+
+
+def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None:
+    """All checks of the module docstring for a :class:`ctbench.workflow.Workflow`; raises :class:`ConfigError`."""
+    from .data import available
+    from .evaluation.protocol import EvalProtocol
+    from .fidelity import resolve_fidelity
+    from .grids import baseline_config, grid_points, grid_protocol, point_config
+    from .preflight import check_data, check_device, check_train_config
+    from .workflow import family
+
+    c = workflow.config
+    if schema_path is not None:
+        check_schema(c, schema_path)
+    fid = _checked("fidelity_overrides", resolve_fidelity, c["fidelity"], c.get("fidelity_overrides") or {})
+    check_device(c.get("device", "cpu"))
+    names = {alias for n, info in available().items() for alias in (n, *info["aliases"])}
+    for ds in (c.get("data_params") or {}):
+        if ds not in names:
+            raise ConfigError(f"data_params.{ds}: {ds!r} is not a dataset; known: {sorted(available())}")
+    grid_only = [d for g in workflow.grid_names() for d in workflow.grid_datasets(g) if d not in workflow.datasets]
+    for ds in dict.fromkeys([*workflow.datasets, *grid_only]):
+        if ds not in names:
+            raise ConfigError(f"datasets: unknown dataset {ds!r}; known: {sorted(available())}")
+        try:
+            check_data(ds, (c.get("data_params") or {}).get(ds), fid)
+        except BadFileError as err:
+            raise BadFileError(f"datasets: {ds}: {err}") from None
+        except ConfigError as err:
+            raise ConfigError(f"data_params.{ds}: {err}") from None
+    # every final model's train config: training, training_overrides, fidelity, data_params, device
+    exps, objs, seeds = workflow.final_members()
+    for ds in workflow.datasets:
+        for e, o, s in zip(exps, objs, seeds, strict=True):
+            where = (f"final model {workflow.model_path(e, ds, o, s)} (settings training, training_overrides, "
+                     "fidelity_overrides, data_params)")
+            _checked(where, check_train_config, workflow.train_config(e, ds, o, s), device=False)
+    for e in workflow.experiments:
+        for ds in workflow.datasets:
+            _checked("evaluation", EvalProtocol.reference, family(ds), constrained=e == "mutability",
+                     **workflow.eval_settings(ds))
+    # grids and tuning: values (types, ranges), every point's train config, the grid evaluation protocol
+    for grid in workflow.grid_names():
+        block = "tune" if grid in ("tune", "tune_lr") else "grids"
+        where = f"{block}.overrides.{grid}"
+        overrides = workflow.grid_overrides(grid)
+        points = _checked(where, grid_points, grid, overrides, where)
+        _checked(f"{block}.evaluation", grid_protocol, (c.get(block) or {}).get("evaluation") or {})
+        epochs = (c.get(block) or {}).get("epochs")
+        for ds in workflow.grid_datasets(grid):
+            kw = dict(fidelity_overrides=c.get("fidelity_overrides") or {},
+                      data_params=(c.get("data_params") or {}).get(ds, {}), device=c.get("device", "cpu"))
+            for p in points:
+                cfg = _checked(f"{where} point {p['id']}", point_config, grid, p, ds, 0, c["fidelity"], epochs, **kw)
+                _checked(f"{where} point {p['id']} on {ds}", check_train_config, cfg, device=False)
+            bl = _checked(f"{where} baseline", baseline_config, grid, points[0], ds, 0, c["fidelity"], epochs, **kw)
+            _checked(f"{where} baseline on {ds}", check_train_config, bl, device=False)
+
+
+__all__ = ["check_schema", "check_workflow", "snakemake_config", "typed_config"]
