@@ -268,9 +268,13 @@ def _cmd_prop31(args) -> int:
 
 
 def _cmd_book(args) -> int:
-    from .report.book import build_book
+    from .report.book import build_book, committed_results
 
-    html = build_book(args.report, args.book, args.out, strict=args.strict, claims_yaml=args.claims)
+    report = args.report
+    if report is None:
+        report = committed_results(args.book)
+        print(f"building from the committed result set {report} (pass --report DIR for another)")
+    html = build_book(report, args.book, args.out, strict=args.strict, claims_yaml=args.claims)
     print(f"built {html}")
     return 0
 
@@ -393,7 +397,9 @@ def build_parser() -> argparse.ArgumentParser:
     p31.set_defaults(func=_cmd_prop31)
 
     bk = sub.add_parser("book", help="build the Jupyter Book (HTML, offline) from a report folder")
-    bk.add_argument("--report", required=True, help="report folder (ctbench report --out)")
+    bk.add_argument("--report", default=None,
+                    help="report folder (ctbench report --out); default: the committed result set, "
+                         "paper/results/report, so the book shows the paper-scale numbers without a re-run")
     bk.add_argument("--book", default="paper", help="book sources (default: paper/)")
     bk.add_argument("--out", help="folder for _build/html (default: the book folder)")
     bk.add_argument("--claims", help="claims.yaml to evaluate when the report has no verdicts.csv")

@@ -242,3 +242,12 @@ def test_mathjax_renders_in_headless_chromium(tmp_path):
     assert "<mjx-container" in dom, f"MathJax did not render (exit {proc.returncode}): {proc.stderr[-2000:]}"
     assert dom.count("<mjx-container") >= 3, "expected the display equations and inline math to be typeset"
     assert "<mjx-merror" not in dom, "MathJax reported a TeX error"
+
+
+def test_the_book_defaults_to_the_committed_result_set(tmp_path):
+    report = bookmod.committed_results(ROOT / "paper")
+    assert report == ROOT / "paper" / "results" / "report"
+    t1 = pd.read_csv(report / "table1.csv")
+    assert {"seed_lb", "preprint_2025_07_agreement"} <= set(t1.columns) and (t1["n_seeds"].dropna() >= 5).all()
+    with pytest.raises(bookmod.BookBuildError, match="no committed result set"):
+        bookmod.committed_results(tmp_path)

@@ -611,6 +611,16 @@ def _toc_files(book: Path) -> list[str]:
     return files
 
 
+def committed_results(book_dir: str | Path = "paper") -> Path:
+    """The committed result set next to the book sources (``<book>/results/report``); a clear error when absent
+    (e.g. an installed package without the repository)."""
+    report = Path(book_dir) / "results" / "report"
+    if not (report / "index.json").exists():
+        raise BookBuildError(f"book: no committed result set at {report} (index.json missing); pass --report DIR, "
+                             "e.g. results/quick/report after `snakemake --configfile workflow/config/quick.yaml`")
+    return report
+
+
 def build_book(report_dir: str | Path | None, book_dir: str | Path = "paper", out_dir: str | Path | None = None,
                strict: bool = True, *, claims_yaml: str | Path | None | bool = None, timeout: float | None = 900,
                env: dict[str, str] | None = None) -> Path:
