@@ -20,6 +20,12 @@ def family(dataset: str) -> str:
     return FAMILY.get(dataset, "tabular")
 
 
+#: final models trained by one job per dataset and group. The ablation's CD and AR models are a job of their own so
+#: that adding the ablation to a finished run (or dropping it) never retrains the main models: Snakemake reruns a
+#: job whole when one of its outputs is missing.
+FINAL_GROUPS = {"main": ("baseline", "single", "mutability"), "ablation": ("ablation",)}
+
+
 def model_folder(experiment: str, objective: str) -> str:
     """The folder of a final model: shared models live once (see :meth:`Workflow.model_path`)."""
     if objective == "vanilla":
@@ -245,23 +251,28 @@ class Workflow:
     def train_config_json(self, experiment: str, dataset: str, objective: str, seed: int) -> str:
         return json.dumps(self.train_config(experiment, dataset, objective, seed), sort_keys=True)
 
-    def final_members(self) -> tuple[list[str], list[str], list[int]]:
+    def final_members(self, group: str | None = None) -> tuple[list[str], list[str], list[int]]:
         """(experiment folder, objective, seed) of every final model of one dataset, as three parallel lists (for
-        ``expand(..., zip, ...)``); the shared vanilla baseline appears once per seed, under ``baseline``."""
+        ``expand(..., zip, ...)``); the shared vanilla baseline appears once per seed, under ``baseline``.
+        ``group`` (a key of :data:`FINAL_GROUPS`) keeps one training job's members; ``None`` keeps all."""
+        if group is not None and group not in FINAL_GROUPS:
+            raise ValueError(f"final training group {group!r} not in {sorted(FINAL_GROUPS)}")
         triples = []
         for e in self.experiments:
             for o in EXPERIMENT_OBJECTIVES[e]:
                 for s in self.seeds:
-                    triples.append((model_folder(e, o), o, s))
+                    folder = model_folder(e, o)
+                    if group is None or folder in FINAL_GROUPS[group]:
+                        triples.append((folder, o, s))
         triples = list(dict.fromkeys(triples))
         return [t[0] for t in triples], [t[1] for t in triples], [t[2] for t in triples]
 
-    def final_train_args(self, dataset: str, outputs: list[str]) -> str:
-        """``--config-json C --out M.pt`` for every final model of ``dataset``: one ``ctbench train`` call trains
-        them all, as populations (models that share constraints share one tensor program). ``outputs`` are the
-        rule's output files, in the order of :meth:`final_members`."""
+    def final_train_args(self, dataset: str, outputs: list[str], group: str | None = None) -> str:
+        """``--config-json C --out M.pt`` for every final model of ``dataset`` in ``group``: one ``ctbench train``
+        call trains them all, as populations (models that share constraints share one tensor program). ``outputs``
+        are the rule's output files, in the order of :meth:`final_members`."""
         outputs = [str(o) for o in outputs]
-        members = list(zip(*self.final_members(), strict=True))
+        members = list(zip(*self.final_members(group), strict=True))
         if len(outputs) != len(members):
             raise ValueError(f"{len(outputs)} outputs for {len(members)} final models of {dataset}")
         args = []

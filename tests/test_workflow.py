@@ -100,3 +100,11 @@ def test_final_training_is_one_population_job_per_dataset():
     assert args.count("--config-json") == len(paths) and args[1::4] and args[3::4] == paths
     with pytest.raises(ValueError, match="is not the model path"):
         w.final_train_args("lin_sep", list(reversed(paths)))
+    # two jobs per dataset: the main models, and the ablation's CD and AR, so that adding the ablation to a finished
+    # run never retrains (and re-evaluates) the main models
+    main, abl = (list(zip(*w.final_members(g), strict=True)) for g in ("main", "ablation"))
+    assert sorted(main + abl) == sorted(zip(exps, objs, seeds, strict=True))
+    assert {e for e, _, _ in abl} == {"ablation"} and {o for _, o, _ in abl} == {"energy", "adversarial"}
+    assert {e for e, _, _ in main} == {"baseline", "single"}
+    with pytest.raises(ValueError, match="not in"):
+        w.final_members("everything")

@@ -1,8 +1,9 @@
 # Stage 4: the main models (single, mutability, ablation objectives and the shared vanilla baseline) with the
-# paper's final hyper-parameters, or the tuning stage's choice when tune.select is true. One job per dataset trains
-# all of them, every seed included, as populations (ctbench.training.population): models that share constraints
-# are one tensor program.
-FINAL_EXPERIMENTS, FINAL_OBJECTIVES, FINAL_SEEDS = W.final_members()
+# paper's final hyper-parameters, or the tuning stage's choice when tune.select is true. One job per dataset and group
+# (ctbench.workflow.FINAL_GROUPS: the main models; the ablation's CD and AR) trains all of them, every seed included,
+# as populations (ctbench.training.population): models that share constraints are one tensor program.
+MAIN_EXPERIMENTS, MAIN_OBJECTIVES, MAIN_SEEDS = W.final_members("main")
+ABL_EXPERIMENTS, ABL_OBJECTIVES, ABL_SEEDS = W.final_members("ablation")
 
 
 rule train_final:
@@ -11,9 +12,9 @@ rule train_final:
         best=lambda w: W.best_json(w.dataset),
     output:
         expand(RES + "/models/{experiment}/{{dataset}}/{objective}_s{seed}.pt", zip,
-               experiment=FINAL_EXPERIMENTS, objective=FINAL_OBJECTIVES, seed=FINAL_SEEDS),
+               experiment=MAIN_EXPERIMENTS, objective=MAIN_OBJECTIVES, seed=MAIN_SEEDS),
     params:
-        members=lambda w, output: W.final_train_args(w.dataset, output),
+        members=lambda w, output: W.final_train_args(w.dataset, output, "main"),
         best=lambda w, input: f"--best {input.best}" if input.best else "",
     threads: config.get("threads_per_job", 1)
     resources:
@@ -25,3 +26,27 @@ rule train_final:
         f"{RES}/logs/train_final/{{dataset}}.log",
     shell:
         "ctbench train {params.members} {params.best} --set threads={threads} --quiet > {log} 2>&1"
+
+
+if ABL_EXPERIMENTS:
+
+    rule train_final_ablation:
+        input:
+            data=f"{RES}/data/{{dataset}}.json",
+            best=lambda w: W.best_json(w.dataset),
+        output:
+            expand(RES + "/models/{experiment}/{{dataset}}/{objective}_s{seed}.pt", zip,
+                   experiment=ABL_EXPERIMENTS, objective=ABL_OBJECTIVES, seed=ABL_SEEDS),
+        params:
+            members=lambda w, output: W.final_train_args(w.dataset, output, "ablation"),
+            best=lambda w, input: f"--best {input.best}" if input.best else "",
+        threads: config.get("threads_per_job", 1)
+        resources:
+            mem_mb=lambda w: W.mem_mb(w.dataset),
+            runtime=lambda w: W.runtime_min(w.dataset) * 4,
+        benchmark:
+            f"{RES}/benchmarks/train_final_ablation/{{dataset}}.tsv"
+        log:
+            f"{RES}/logs/train_final_ablation/{{dataset}}.log",
+        shell:
+            "ctbench train {params.members} {params.best} --set threads={threads} --quiet > {log} 2>&1"
