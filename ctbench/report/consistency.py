@@ -209,10 +209,11 @@ def figure(df: pd.DataFrame, out: str | Path) -> list[Path]:
             if len(g) < 5:
                 continue
             bins = np.unique(np.quantile(g[col], np.linspace(0, 1, 11)))
-            if len(bins) < 3:
-                continue
-            cut = pd.cut(g[col], bins, include_lowest=True)
-            m = g.groupby(cut, observed=True).agg(x=(col, "mean"), y=("iv", "mean"))
+            if len(bins) < 3:  # (nearly) one value, e.g. SNS counterfactuals all at confidence 1: one point
+                m = pd.DataFrame({"x": [g[col].mean()], "y": [g["iv"].mean()]})
+            else:
+                cut = pd.cut(g[col], bins, include_lowest=True)
+                m = g.groupby(cut, observed=True).agg(x=(col, "mean"), y=("iv", "mean"))
             ax.plot(m["x"], m["y"], "--" if sns else "-", marker="o", ms=3, color=colors.get(ds, "k"),
                     label=f"{ds}{' + SNS' if sns else ''}")
         ax.set_xlabel(label)

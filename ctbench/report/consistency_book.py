@@ -46,6 +46,7 @@ def render_table1(report: Path | None) -> str:
     if t is None:
         return _note("consistency_table1.csv", "part `black2022`")
     cols = [d for d in DATASET_ORDER if d in set(t["dataset"]) or d == "Warfarin"]
+    cols += [d for d in t["dataset"].unique() if d not in DATASET_ORDER]  # e.g. a synthetic set of a tiny run
     rows = []
     for m in TABLE1_ROWS + [m for m in t["method"].unique() if m not in TABLE1_ROWS]:
         row = [m]
