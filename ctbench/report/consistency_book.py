@@ -86,8 +86,9 @@ def render_r2(report: Path | None) -> str:
         return _note("consistency_r2.csv", "part `black2022`")
     return ("r² of a least-squares line of the invalidation rate on a predictor, over all valid counterfactuals "
             "of all methods of a dataset: `r2` on L2 cost with the RS and LOO models pooled (the paper's row), "
-            "per source, on L1 cost, and on the two quantities of the paper's Theorem 2 — the base model's "
-            "confidence and the log local Lipschitz estimate at the counterfactual.\n\n"
+            "per source, on L1 cost, without the SNS methods, and on the two quantities of the paper's "
+            "Theorem 2 — the base model's confidence and the log local Lipschitz estimate at the "
+            "counterfactual.\n\n"
             + frame_to_markdown(t, digits=3))
 
 
