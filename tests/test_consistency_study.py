@@ -239,7 +239,7 @@ def test_workflow_jobs_and_dry_run(tmp_path):
     js = jobs(cfg)
     black = [j for j in js if j["part"] == "black2022"]
     assert len(black) == 5 and all(j["settings"]["n_models"] == 100 for j in black)
-    assert {j["dataset"] for j in js if j["part"] == "ct"} >= {"lin_sep", "circles", "moons", "over"}
+    assert {j["dataset"] for j in js if j["part"] == "ct"} >= {"lin_sep", "circles", "moons", "over", "credit_default"}
     for j in js:
         resolve_settings(j["settings"], j["part"])                  # every shipped job has valid settings
     smoke = yaml.safe_load((ROOT / "workflow/config/smoke.yaml").read_text())
