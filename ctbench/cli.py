@@ -250,6 +250,10 @@ def _cmd_report(args) -> int:
                            benchmarks_dir=args.benchmarks, n_boot=args.n_boot)
     written.update(write_extras(args.out, evaluations=args.eval or [], models=args.models or [],
                                 tuned=args.tuned or [], grids=args.grids or [], profile=args.profile))
+    if args.consistency:
+        from .report.consistency import write_consistency
+
+        written.update(write_consistency(args.out, args.consistency, published))
     if args.claims:
         from .report.claims import write_verdicts
 
@@ -368,12 +372,13 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--out", required=True)
     a.set_defaults(func=_cmd_attribution)
 
-    from . import fidelity_study, grids
+    from . import consistency_study, fidelity_study, grids
     from .report import figures
 
     grids.add_cli(sub)
     figures.add_cli(sub)
     fidelity_study.add_cli(sub)
+    consistency_study.add_cli(sub)
 
     rp = sub.add_parser("report", help="the paper's tables and figures from evaluation outputs")
     rp.add_argument("--eval", nargs="*", help="outputs of ctbench evaluate")
@@ -384,6 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--grids", nargs="*", help="grid chunk CSVs (ctbench grid run): appendix grid figures")
     rp.add_argument("--models", nargs="*", help="saved models (.pt): training time per model (training_time.csv)")
     rp.add_argument("--tuned", nargs="*", help="best.json files of the tuning stage (tuning.csv)")
+    rp.add_argument("--consistency", nargs="*", help="outputs of ctbench consistency: 003's Table 1 and the CT x "
+                    "consistency tables")
     rp.add_argument("--claims", help="claims.yaml: evaluate the claims ledger into verdicts.csv")
     rp.add_argument("--profile", default="", help="profile name recorded in provenance.json")
     rp.add_argument("--benchmarks", help="folder of Snakemake benchmark files: adds CPU time per stage")

@@ -7,6 +7,7 @@ gives the same weights regardless of what else used the global RNG.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -21,17 +22,29 @@ def _init_(module: nn.Module, generator: torch.Generator | None) -> None:
 
 
 class MLP(nn.Sequential):
-    """D → (hidden, ReLU) × layers → K logits; the paper's model is one hidden layer of 32 units."""
+    """D → (hidden, ReLU) × layers → K logits; the paper's model is one hidden layer of 32 units.
 
-    def __init__(self, n_features: int, n_classes: int, hidden: int = 32, layers: int = 1,
+    ``hidden`` may also be a list of widths, one per hidden layer (e.g. ``[128, 64, 16]``, the German Credit model
+    of Black et al. 2022); ``layers`` must then be left at 1 or equal its length."""
+
+    def __init__(self, n_features: int, n_classes: int, hidden: int | Sequence[int] = 32, layers: int = 1,
                  generator: torch.Generator | None = None):
         if layers < 1:
             raise ValueError("MLP needs layers >= 1 (use LinearModel for none)")
+        if isinstance(hidden, int):
+            widths = [int(hidden)] * layers
+        else:
+            widths = [int(h) for h in hidden]
+            if not widths or layers not in (1, len(widths)):
+                raise ValueError(f"MLP: hidden {list(hidden)} needs at least one width and layers = 1 or "
+                                 f"{len(widths)}, got layers = {layers}")
+        if min(widths) < 1:
+            raise ValueError(f"MLP: hidden widths must be >= 1, got {widths}")
         mods: list[nn.Module] = []
         width = n_features
-        for _ in range(layers):
-            mods += [nn.Linear(width, hidden), nn.ReLU()]
-            width = hidden
+        for h in widths:
+            mods += [nn.Linear(width, h), nn.ReLU()]
+            width = h
         mods.append(nn.Linear(width, n_classes))
         super().__init__(*mods)
         _init_(self, generator)

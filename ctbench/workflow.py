@@ -209,6 +209,25 @@ class Workflow:
     def fidelity_outputs(self) -> list[str]:
         return [f"{self.results}/fidelity/{sw}/{ds}.csv" for sw, ds in self.fidelity_pairs()]
 
+    # -- the consistency study (Black et al. 2022; its tables are written by the report) -------------------------
+    def consistency_jobs(self) -> list[dict[str, Any]]:
+        from .consistency_study import jobs
+
+        return jobs(self.config)
+
+    def consistency_path(self, part: str, dataset: str, seed: int) -> str:
+        return f"{self.results}/consistency/{part}/{dataset}_s{seed}.csv.gz"
+
+    def consistency_outputs(self) -> list[str]:
+        return [self.consistency_path(j["part"], j["dataset"], j["seed"]) for j in self.consistency_jobs()]
+
+    def consistency_settings(self, part: str, dataset: str, seed: int | str) -> str:
+        """The ``--settings`` JSON of one consistency job (shell-quoted)."""
+        for j in self.consistency_jobs():
+            if (j["part"], j["dataset"], j["seed"]) == (part, dataset, int(seed)):
+                return shlex.quote(json.dumps(j["settings"], sort_keys=True))
+        raise ValueError(f"consistency: no job for part {part}, dataset {dataset}, seed {seed} in this profile")
+
     def book_inputs(self) -> list[str]:
         extra = [f"{self.results}/report/fidelity_effects.csv"] if self.fidelity_pairs() else []
         return [self.report_index(), *self.figure_outputs(), *extra]

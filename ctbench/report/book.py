@@ -343,7 +343,8 @@ def render_verdicts(report: Path | None, verdicts: pd.DataFrame | None) -> tuple
 
     if verdicts is None or verdicts.empty:
         return _note("verdicts.csv", "run `write_verdicts` or pass the claims file"), ""
-    labels = {"preprint_2025_07": "July 2025", "satml_2026": "final", "preprint_2025_03": "March 2025"}
+    labels = {"preprint_2025_07": "July 2025", "satml_2026": "final", "preprint_2025_03": "March 2025",
+              "black2022": "Black et al. 2022"}
     per_version = [v for v in VERSIONS if f"verdict_{v}" in verdicts.columns]
     counts = {v: summarize(verdicts, f"verdict_{v}") for v in per_version}
     if not per_version:
@@ -583,6 +584,9 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
         "fidelity_switches": render_fidelity_switches(),
         "fidelity_effects": render_fidelity_effects(src),
     }
+    from .consistency_book import pages as consistency_pages
+
+    pages.update(consistency_pages(src))
     out = {}
     for name, text in pages.items():
         p = gen / f"{name}.md"

@@ -21,6 +21,7 @@ rule report:
         tuned=W.tune_outputs(),
         models=W.final_models(),
         prop31=W.prop31_outputs(),
+        consistency=W.consistency_outputs(),
         claims="claims.yaml",
     output:
         f"{RES}/report/index.json",
@@ -28,7 +29,8 @@ rule report:
         optional=lambda w, input: " ".join(
             f"--{flag} {' '.join(files)}"
             for flag, files in (("robustness", input.robustness), ("attribution", input.attribution),
-                                ("grids", input.grids), ("tuned", input.tuned))
+                                ("grids", input.grids), ("tuned", input.tuned),
+                                ("consistency", input.consistency))
             if files
         ),
         profile=config["profile"],

@@ -23,6 +23,7 @@ import pandas as pd
 
 from .rules import RULE_FUNCTIONS, Missing, fmt
 from .schema import (
+    BLACK_DATASETS,
     DATASET_LABELS,
     NOT_REPRODUCED,
     NOT_YET_RUN,
@@ -44,20 +45,26 @@ __all__ = ["COLUMNS", "NOT_REPRODUCED", "NOT_YET_RUN", "PARTLY", "PRIMARY", "REP
            "training_times", "validate_claim", "write_verdicts"]
 
 VERSION_LABELS = {"preprint_2025_07": "July 2025 preprint", "satml_2026": "final (SaTML 2026)",
-                  "preprint_2025_03": "March 2025 preprint"}
+                  "preprint_2025_03": "March 2025 preprint", "black2022": "Black et al. 2022"}
 COLUMNS = ["claim", "text", "source", "published", "ours", "interval", "verdict", "version",
            *[f"verdict_{v}" for v in VERSIONS], "versions_note", "note", "file"]
 
 
-def _read(report_dir: Path, name: str, cache: dict[str, pd.DataFrame | None]) -> pd.DataFrame | None:
-    if name not in cache:
+def _read(report_dir: Path, name: str, cache: dict, black: bool = False) -> pd.DataFrame | None:
+    """The report table ``name``, restricted to the datasets of the paper that makes the claim (the CT paper's
+    nine, or Black et al.'s for ``black2022`` claims)."""
+    key = (name, black)
+    if key not in cache:
         p = report_dir / name
         df = pd.read_csv(p) if p.exists() and p.stat().st_size > 0 else None
         if df is not None and "dataset" in df.columns:
-            df["dataset"] = df["dataset"].map(lambda d: DATASET_LABELS.get(d, d))
-            df = df[df["dataset"].isin([*PAPER_DATASETS, "Avg."])].reset_index(drop=True)
-        cache[name] = df
-    return cache[name]
+            if black:
+                df = df[df["dataset"].isin(BLACK_DATASETS)].reset_index(drop=True)
+            else:
+                df["dataset"] = df["dataset"].map(lambda d: DATASET_LABELS.get(d, d))
+                df = df[df["dataset"].isin([*PAPER_DATASETS, "Avg."])].reset_index(drop=True)
+        cache[key] = df
+    return cache[key]
 
 
 def _published_text(claim: Claim, version: str) -> str:
@@ -79,7 +86,7 @@ def evaluate_claim(claim: Claim, report_dir: str | Path, cache: dict | None = No
     cache = {} if cache is None else cache
     row: dict[str, Any] = {c: "" for c in COLUMNS}
     row.update(claim=claim.id, text=claim.text, source=claim.source, file=claim.file, verdict=NOT_YET_RUN)
-    df = _read(Path(report_dir), claim.file, cache)
+    df = _read(Path(report_dir), claim.file, cache, black="black2022" in claim.versions)
     results: dict[str, dict[str, Any] | None] = {}
     published: dict[str, str] = {}
     for v in claim.versions:

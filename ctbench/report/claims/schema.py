@@ -16,8 +16,9 @@ VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_YET_RUN)
 RULES = ("value", "no_effect", "relation", "most_often", "cell", "which")
 OPS = (">", ">=", "<", "<=", "==")
 AGGS = ("mean", "max", "min", "median", "sum")
-#: the published versions, the one this project reproduces first (``../shared/papers/000_…``)
-VERSIONS = ("preprint_2025_07", "satml_2026", "preprint_2025_03")
+#: the published versions, the one this project reproduces first (``../shared/papers/000_…``); ``black2022`` is
+#: Black et al.'s consistency paper (``../shared/papers/003_…``), whose claims are judged on its own datasets
+VERSIONS = ("preprint_2025_07", "satml_2026", "preprint_2025_03", "black2022")
 PRIMARY = VERSIONS[0]
 #: versions a claim is judged against when its entry does not say (the March preprint has a different table)
 DEFAULT_VERSIONS = ("preprint_2025_07", "satml_2026")
@@ -26,6 +27,8 @@ MAX_TOLERANCE = {"abs": 25.0, "rel": 0.5}
 MAX_PARTLY_TOLERANCE = {"abs": 50.0, "rel": 1.0}
 #: the paper's nine datasets: paper claims are judged on these rows only, whatever else a report holds
 PAPER_DATASETS = ("LS", "Circ", "Moon", "OL", "Adult", "CH", "Cred", "GMSC", "MNIST")
+#: the datasets of Black et al.'s Table 1 (their labels): ``black2022`` claims are judged on these rows only
+BLACK_DATASETS = ("German Credit", "Seizure", "CTG", "Warfarin", "HELOC", "Taiwanese Credit")
 #: dataset names of the evaluation outputs → the paper's labels
 DATASET_LABELS = {"lin_sep": "LS", "circles": "Circ", "moons": "Moon", "over": "OL", "adult": "Adult",
                   "california_housing": "CH", "credit_default": "Cred", "gmsc": "GMSC", "mnist": "MNIST"}

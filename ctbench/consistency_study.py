@@ -1,0 +1,346 @@
+"""The consistency study (Black et al., ICLR 2022, Sec. 5 and App. B) and where it meets counterfactual training.
+
+Two parts, one job each per dataset (and seed): ``jobs(config)`` lists them from the workflow config's
+``consistency`` block, ``run(job)`` returns one row per (model, method, factual) (:data:`~.consistency_search.
+FRAME_COLUMNS`) and a metadata dict; :func:`write` stores both atomically (CSV + JSON sidecar with provenance).
+
+* ``black2022``: a base model in the paper's architecture and training settings (App. B.2, :data:`ARCHITECTURES`:
+  hidden widths, epochs, batch size; Adam(1e-3); Glorot weights; batches reshuffled every epoch as Keras does),
+  counterfactuals for the validation split (ctbench's test split) by each method ± SNS with the per-dataset settings
+  of App. B.3 / Table 2 (Min-ℓ1/ℓ2 step sizes, the largest Min-ε PGD bound, δ_SNS = 0.8 × that bound, 200 SNS steps
+  on a 10-point grid), and n RS and n LOO retrained models, all trained as one population with the base.
+* ``ct``: the same protocol on the CT paper's models (``model_config(dataset, "single", "full"/"vanilla", seed)``):
+  CT and BL base models, each retrained under RS and LOO with its own objective (CT with CT), counterfactuals by
+  the CT generator (``ecco``) and/or Black's methods, ± SNS (δ = 0.8 × the median training norm unless given).
+
+Deviations from the paper (stated in the book): the VAE of ``latent_random`` is ctbench's small REVISE VAE (the
+authors trained a 1024-128-32-128-1024 autoencoder); HELOC's batch size is not stated (Keras' default, 32, is used);
+``n_factuals`` may cap the validation split to a seeded random subset (the paper uses all of it).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .consistency_search import FRAME_COLUMNS, METHODS, SearchContext, check_methods, evaluate, search_methods
+from .invalidation import retraining_members, retraining_plan
+from .io import atomic_write_json, atomic_write_text, provenance
+
+PARTS = ("black2022", "ct")
+#: the eight methods of 003's Table 1
+TABLE1_METHODS = ["min_l1", "min_l1+sns", "min_l2", "min_l2+sns", "min_eps_pgd", "min_eps_pgd+sns", "prototype",
+                  "latent_random"]
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """App. B.2 (model, epochs, batch size) and Table 2 (search settings) for one dataset."""
+
+    hidden: tuple[int, ...]
+    epochs: int
+    batch_size: int
+    pgd_max_eps: float | None = None   # None: the median training norm (App. B.3's rule)
+    l1_step: float = 0.05
+    l2_step: float = 0.01
+    latent_radius: float = 1.0
+    note: str = ""
+
+
+ARCHITECTURES: dict[str, Architecture] = {
+    "german_credit": Architecture((128, 64, 16), 100, 32, 3.0, 0.05, 0.01, 0.3),
+    "epileptic_seizure": Architecture((128, 64, 16), 100, 128, 3.0, 0.05, 0.01, 1.0),
+    "cardiotocography": Architecture((100, 32, 16), 100, 16, 0.2, 0.05, 0.01, 1.0),
+    "heloc_b22": Architecture((100, 32), 50, 32, 2.1, 0.01, 0.01, 1.0,
+                              "batch size not stated in App. B.2: Keras' default 32"),
+    "credit_default_b22": Architecture((32, 16), 100, 512, 5.0, 0.05, 0.01, 1.0),
+}
+#: any other dataset (e.g. a synthetic one in the smoke profile)
+DEFAULT_ARCHITECTURE = Architecture((32, 16), 100, 32, None, note="not a dataset of 003: a small default MLP")
+
+DEFAULTS: dict[str, Any] = {
+    "methods": TABLE1_METHODS, "n_models": 100, "n_factuals": None, "epochs": None, "sources": ["rs", "loo"],
+    "sns": {"fidelity": "paper", "radius": None, "radius_factor": 0.8},
+    "lipschitz": {"samples": 16, "radius_factor": 0.05}, "vae_epochs": 100, "data_params": {},
+}
+
+
+def resolve_settings(settings: dict[str, Any] | None, part: str = "black2022") -> dict[str, Any]:
+    """Defaults merged with ``settings``; every value checked before any data is loaded or model trained."""
+    if part not in PARTS:
+        raise ValueError(f"consistency part: {part!r} is not one of {PARTS}")
+    given = dict(settings or {})
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"consistency: unknown setting(s) {unknown}; allowed: {sorted(DEFAULTS)}")
+    s = copy.deepcopy(DEFAULTS)
+    if part == "ct":
+        s["methods"] = ["ecco", "ecco+sns"]
+    for key in ("sns", "lipschitz"):
+        sub = dict(given.pop(key, None) or {})
+        bad = sorted(set(sub) - set(s[key]))
+        if bad:
+            raise ValueError(f"consistency.{key}: unknown key(s) {bad}; allowed: {sorted(s[key])}")
+        s[key].update(sub)
+    s.update(given)
+    check_methods(list(s["methods"]), METHODS if part == "ct" else tuple(m for m in METHODS if "ecco" not in m))
+    for key, lo in (("n_models", 1), ("n_factuals", 1), ("epochs", 1), ("vae_epochs", 1)):
+        v = s[key]
+        if v is None and key in ("n_factuals", "epochs"):
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ValueError(f"consistency.{key}: {v!r} must be an integer >= {lo}"
+                             + (" or null" if key in ("n_factuals", "epochs") else ""))
+    if not s["sources"] or not set(s["sources"]) <= {"rs", "loo"}:
+        raise ValueError(f"consistency.sources: {s['sources']!r}; allowed: a non-empty subset of [rs, loo]")
+    for key, v in (("sns.radius", s["sns"]["radius"]), ("sns.radius_factor", s["sns"]["radius_factor"]),
+                   ("lipschitz.radius_factor", s["lipschitz"]["radius_factor"])):
+        if v is None and key == "sns.radius":
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
+            raise ValueError(f"consistency.{key}: {v!r} must be a number > 0 (allowed range: (0, inf))")
+    if s["sns"]["fidelity"] not in ("reference", "paper"):
+        raise ValueError(f"consistency.sns.fidelity: {s['sns']['fidelity']!r}; allowed: reference, paper")
+    return s
+
+
+def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The jobs of a workflow config's ``consistency`` block: ``{part, dataset, seed, settings}`` each."""
+    block = config.get("consistency") or {}
+    if not block.get("enabled", False):
+        return []
+    out = []
+    common = {k: block[k] for k in ("sns", "lipschitz", "vae_epochs") if k in block}
+    for d in block.get("datasets") or []:
+        settings = {**common, **{k: block[k] for k in ("methods", "n_models", "n_factuals", "epochs") if k in block}}
+        settings["data_params"] = (config.get("data_params") or {}).get(d, {})
+        out.append({"part": "black2022", "dataset": d, "seed": int(block.get("seed", 0)), "settings": settings})
+    ct = block.get("ct") or {}
+    if ct.get("enabled", False):
+        for d in ct.get("datasets") or []:
+            settings = {**common, **{k: ct[k] for k in ("methods", "n_models", "n_factuals", "epochs") if k in ct}}
+            settings["data_params"] = (config.get("data_params") or {}).get(d, {})
+            for seed in ct.get("seeds") or [0]:
+                out.append({"part": "ct", "dataset": d, "seed": int(seed), "settings": settings})
+    return out
+
+
+def _factual_rows(n_test: int, n_factuals: int | None, seed: int) -> np.ndarray:
+    if n_factuals is None or n_factuals >= n_test:
+        return np.arange(n_test)
+    return np.sort(np.random.default_rng([int(seed), 7]).choice(n_test, size=n_factuals, replace=False))
+
+
+def _split(results, members) -> tuple[Any, dict[str, list], list[str]]:
+    """(base model, {"rs": models, "loo": models}, failed member errors) of one model's population results."""
+    base, retrained, failed = None, {"rs": [], "loo": []}, []
+    for m, r in zip(members, results, strict=True):
+        if not r.ok:
+            failed.append(r.error)
+            continue
+        kind = m.name.rsplit("/", 1)[-1]
+        if kind == "base":
+            base = r.model
+        else:
+            retrained["rs" if kind.startswith("rs") else "loo"].append(r.model)
+    if base is None:
+        raise RuntimeError(f"consistency: the base model diverged: {failed[0] if failed else ''}")
+    return base, retrained, failed
+
+
+@torch.no_grad()
+def _accuracy(models: list, X: torch.Tensor, y: np.ndarray) -> dict[str, float]:
+    from .invalidation import stacked_labels
+
+    if not models:
+        return {"mean": float("nan"), "min": float("nan"), "max": float("nan")}
+    acc = (stacked_labels(models, X).numpy() == y[None, :]).mean(1)
+    return {"mean": float(acc.mean()), "min": float(acc.min()), "max": float(acc.max())}
+
+
+def _targets(model, x: torch.Tensor, n_classes: int, seed: int) -> torch.Tensor:
+    from .training.trainer import sample_targets
+
+    with torch.no_grad():
+        pred = model(x).argmax(1)
+    return 1 - pred if n_classes == 2 else sample_targets(pred, n_classes, torch.Generator().manual_seed(seed))
+
+
+def _members(part: str, dataset: str, seed: int, s: dict[str, Any], plan_n_train):
+    """(data, constraints, fidelity, {model label: member list}, {label: search context extras}, notes)."""
+    from .api import _prepare
+    from .constraints import Constraints
+    from .data import load_dataset
+    from .fidelity import resolve_fidelity
+    from .generators import make_generator
+    from .models import build_model
+    from .paper_settings import model_config
+    from .training import Objective, TrainParams
+    from .training.population import Member
+
+    if part == "black2022":
+        arch = ARCHITECTURES.get(dataset, DEFAULT_ARCHITECTURE)
+        data = load_dataset(dataset, **s["data_params"])
+        plan = plan_n_train(len(data.y_train))
+        X = data.X_train
+        params = TrainParams(epochs=int(s["epochs"] or arch.epochs), batch_size=arch.batch_size, nce=None, lr=1e-3,
+                             seed=seed)
+        spec = {"type": "mlp", "hidden": list(arch.hidden)}
+
+        def make(model_seed: int) -> Member:
+            model = build_model(spec, data.n_features, data.n_classes, seed=model_seed)
+            return Member(model, Objective("vanilla"), replace(params, seed=model_seed))
+
+        members = {"base": retraining_members(make(seed), make, plan, len(data.y_train))}
+        cons = Constraints.build(data.n_features, domain=(X.min(0).tolist(), X.max(0).tolist()))
+        fid = resolve_fidelity("reference", {"shuffle_batches": True})
+        info = {"architecture": {**arch.__dict__, "hidden": list(arch.hidden), "epochs": params.epochs}}
+        return data, cons, fid, members, {"base": None}, plan, info
+    members, ecco, first = {}, {}, None
+    for label, objective in (("CT", "full"), ("BL", "vanilla")):
+        def cfg(sd: int, objective=objective) -> dict:
+            return model_config(dataset, "single", objective, sd, epochs=s["epochs"], data_params=s["data_params"])
+
+        p = _prepare(cfg(seed), None if first is None else first.data)
+        first = first or p
+        plan = plan_n_train(len(p.data.y_train))
+
+        def make_rs(sd: int, cfg=cfg, data=first.data) -> Member:
+            q = _prepare(cfg(sd), data)
+            return Member(q.model, q.objective, q.params, q.generator, q.conv)
+
+        base = Member(p.model, p.objective, p.params, p.generator, p.conv)
+        members[label] = retraining_members(base, make_rs, plan, len(p.data.y_train), prefix=f"{label}/")
+        ecco[label] = (make_generator(p.cfg["generator"], p.fid), p.conv)
+    info = {"configs": {lab: model_config(dataset, "single", o, seed, epochs=s["epochs"]) for lab, o in
+                        (("CT", "full"), ("BL", "vanilla"))}}
+    return first.data, first.cons, first.fid, members, ecco, plan, info
+
+
+def run(job: dict[str, Any], progress: bool = False) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Run one job (``{part, dataset, seed, settings}``); returns the per-counterfactual frame and its metadata.
+
+    Settings are checked first, then the data size against ``n_models`` (LOO needs that many distinct points): a
+    bad value stops before any training. A real dataset whose files are missing gives an empty frame and a
+    ``skipped`` note."""
+    from .generators.pgd import median_norm
+    from .generators.vae import fit_cached
+    from .training.population import train_population
+
+    part, dataset, seed = job["part"], job["dataset"], int(job.get("seed", 0))
+    s = resolve_settings(job.get("settings"), part)
+    meta: dict[str, Any] = {"kind": "consistency", "part": part, "dataset": dataset, "seed": seed, "settings": s}
+    cpu: dict[str, float] = {}
+    t0 = time.process_time()
+
+    def plan_n_train(n_train: int):
+        return retraining_plan(seed, s["n_models"], n_train, s["sources"])
+
+    try:
+        data, cons, fid, members, ecco, plan, info = _members(part, dataset, seed, s, plan_n_train)
+    except FileNotFoundError as err:
+        meta.update(skipped=f"skipped: data for {dataset} not found ({str(err).splitlines()[0]})",
+                    provenance=provenance())
+        return pd.DataFrame(columns=FRAME_COLUMNS), meta
+    meta.update(info, n_train=int(len(data.y_train)), n_test=int(len(data.y_test)),
+                loo_rows=list(plan.loo_rows), rs_seeds=[plan.rs_seeds[0], plan.rs_seeds[-1]] if plan.rs_seeds else [])
+    cpu["setup"] = time.process_time() - t0
+    torch.set_num_threads(1)
+    all_members = [m for ms in members.values() for m in ms]
+    t = time.process_time()
+    results = train_population(all_members, data.X_train, data.y_train, constraints=cons, fidelity=fid,
+                               n_classes=data.n_classes, progress=progress, log_accuracy=False)
+    cpu["train"] = time.process_time() - t
+    X = data.X_train
+    eps = ARCHITECTURES.get(dataset, DEFAULT_ARCHITECTURE).pgd_max_eps if part == "black2022" else None
+    eps = float(eps or median_norm(X))
+    sns_radius = float(s["sns"]["radius"] or s["sns"]["radius_factor"] * eps)
+    arch = ARCHITECTURES.get(dataset, DEFAULT_ARCHITECTURE)
+    vae = None
+    if any(m.startswith("latent_random") for m in s["methods"]):
+        t = time.process_time()
+        vae = fit_cached(X, epochs=s["vae_epochs"], seed=seed)
+        cpu["vae"] = time.process_time() - t
+    rows = _factual_rows(len(data.y_test), s["n_factuals"], seed)
+    x = torch.as_tensor(data.X_test[rows], dtype=torch.float32)
+    x_test = torch.as_tensor(data.X_test, dtype=torch.float32)
+    frames, models_meta, done = [], {}, 0
+    for label, ms in members.items():
+        res = results[done:done + len(ms)]
+        done += len(ms)
+        base, retrained, failed = _split(res, ms)
+        ctx = SearchContext(eps, sns_radius, s["sns"]["fidelity"], arch.l1_step, arch.l2_step, arch.latent_radius,
+                            X, vae, ecco.get(label), seed)
+        target = _targets(base, x, data.n_classes, seed)
+        found, search_cpu = search_methods(base, x, target, cons, list(s["methods"]), ctx)
+        t = time.process_time()
+        df = evaluate(base, retrained, found, rows, lipschitz_radius=s["lipschitz"]["radius_factor"] * eps,
+                      lipschitz_samples=int(s["lipschitz"]["samples"]), seed=seed,
+                      labels={"dataset": dataset, "seed": seed, "model": label})
+        cpu[f"eval_{label}"] = time.process_time() - t
+        cpu.update({f"search_{label}_{k}": v for k, v in search_cpu.items()})
+        frames.append(df)
+        models_meta[label] = {
+            "failed": failed, "n_rs": len(retrained["rs"]), "n_loo": len(retrained["loo"]),
+            "acc_base": _accuracy([base], x_test, data.y_test)["mean"],
+            "acc_rs": _accuracy(retrained["rs"], x_test, data.y_test),
+            "acc_loo": _accuracy(retrained["loo"], x_test, data.y_test)}
+    cpu["total"] = time.process_time() - t0
+    meta.update(models=models_meta, pgd_max_eps=eps, sns_radius=sns_radius, n_factuals=int(len(rows)),
+                cpu_seconds=cpu, provenance=provenance())
+    return pd.concat(frames, ignore_index=True), meta
+
+
+def write(df: pd.DataFrame, meta: dict[str, Any], out: str | Path) -> Path:
+    """``out`` (CSV, ``.csv.gz`` compressed) and ``out.json``, each atomically."""
+    out = Path(out)
+    text = df.to_csv(index=False)
+    if out.suffix == ".gz":
+        import gzip
+
+        from .io import atomic_write_bytes
+        atomic_write_bytes(out, gzip.compress(text.encode(), mtime=0))
+    else:
+        atomic_write_text(out, text)
+    atomic_write_json(out.with_name(out.name + ".json"), meta)
+    return out
+
+
+def _cmd(args) -> int:
+    settings = json.loads(args.settings) if args.settings else {}
+    job = {"part": args.part, "dataset": args.dataset, "seed": args.seed, "settings": settings}
+    df, meta = run(job, progress=not args.quiet)
+    write(df, meta, args.out)
+    if "skipped" in meta:
+        print(meta["skipped"])
+        return 0
+    summ = df[df["valid"]].groupby(["model", "method"], sort=False)[["iv_loo", "iv_rs", "cost_l2"]].mean()
+    with pd.option_context("display.width", 140):
+        print(summ.to_string(float_format=lambda v: f"{v:.3f}"))
+    print(f"CPU seconds: {meta['cpu_seconds']['total']:.1f} (train {meta['cpu_seconds']['train']:.1f})")
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    """Register ``ctbench consistency``."""
+    c = subparsers.add_parser("consistency", help="invalidation of counterfactuals under retraining (Black et al.)")
+    c.add_argument("--part", choices=PARTS, default="black2022",
+                   help="black2022: 003's Table 1 protocol; ct: the same on CT and BL models")
+    c.add_argument("--dataset", required=True)
+    c.add_argument("--seed", type=int, default=0, help="seed of the base model")
+    c.add_argument("--settings", help="JSON: methods, n_models, n_factuals, epochs, sources, sns, lipschitz, ...")
+    c.add_argument("--out", required=True, help="CSV (.csv or .csv.gz), one row per counterfactual; + .json")
+    c.add_argument("--quiet", action="store_true")
+    c.set_defaults(func=_cmd)
+
+
+__all__ = ["ARCHITECTURES", "DEFAULTS", "PARTS", "TABLE1_METHODS", "Architecture", "add_cli", "jobs",
+           "resolve_settings", "run", "write"]

@@ -1,0 +1,181 @@
+"""The book's includes for the consistency chapter (``paper/consistency.md``), from the report's consistency tables
+(:mod:`.consistency`). A missing table gives a "not yet run" note, never an error."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .consistency import DATASET_ORDER
+from .markdown import frame_to_markdown
+
+#: rows of 003's Table 1, in the paper's order
+TABLE1_ROWS = ["Min L1", "Min L1 + SNS", "Min L2", "Min L2 + SNS", "Min eps PGD", "Min eps PGD + SNS",
+               "Looveren et al.", "Pawelczyk et al."]
+
+
+def _note(file: str, what: str) -> str:
+    return (f"```{{note}}\nNot yet run in this profile: `{file}` is not in the report folder ({what}). "
+            "Run the `consistency` stage and the report, then rebuild the book.\n```\n")
+
+
+def _read(report: Path | None, name: str) -> pd.DataFrame | None:
+    p = None if report is None else report / f"{name}.csv"
+    if p is None or not p.exists() or p.stat().st_size == 0:
+        return None
+    df = pd.read_csv(p)
+    return None if df.empty else df
+
+
+def _f(v: Any, digits: int = 2) -> str:
+    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{float(v):.{digits}f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
+
+
+def render_table1(report: Path | None) -> str:
+    """003's Table 1 as the paper lays it out: one row per method, LOO / RS per dataset, ours over the paper's."""
+    t = _read(report, "consistency_table1")
+    pub = pd.read_csv(Path(__file__).resolve().parent / "published" / "black2022_table1_invalidation.csv")
+    if t is None:
+        return _note("consistency_table1.csv", "part `black2022`")
+    cols = [d for d in DATASET_ORDER if d in set(t["dataset"]) or d == "Warfarin"]
+    cols += [d for d in t["dataset"].unique() if d not in DATASET_ORDER]  # e.g. a synthetic set of a tiny run
+    rows = []
+    for m in TABLE1_ROWS + [m for m in t["method"].unique() if m not in TABLE1_ROWS]:
+        row = [m]
+        for d in cols:
+            ours = t[(t["method"] == m) & (t["dataset"] == d)]
+            p = pub[(pub["method"] == m) & (pub["dataset"] == d)]
+            paper = f"({_f(p['iv_loo'].iloc[0])} / {_f(p['iv_rs'].iloc[0])})" if len(p) else "(–)"
+            if d == "Warfarin":
+                row.append(f"no data {paper}")
+            elif ours.empty:
+                row.append(f"– {paper}")
+            else:
+                r = ours.iloc[0]
+                flag = "" if r["n_valid"] else " no valid CF"
+                row.append(f"{_f(r['iv_loo'])} / {_f(r['iv_rs'])}{flag}<br>{paper}")
+        rows.append(row)
+    legend = ("Mean invalidation rate over valid counterfactuals, **LOO / RS**, ours on top and the paper's in "
+              "parentheses (\"–\": the paper reports no value, its method had a low success rate). Warfarin has no "
+              "offline copy of its data.\n\n")
+    return legend + _table(["method", *cols], rows)
+
+
+def render_cost(report: Path | None) -> str:
+    t = _read(report, "consistency_table1")
+    if t is None:
+        return _note("consistency_table1.csv", "part `black2022`")
+    keep = ["method", "dataset", "validity", "n_valid", "cost_l1", "cost_l2", "pub_cost_l2", "sd_loo", "sd_rs"]
+    t = t[[c for c in keep if c in t.columns]]
+    return ("Share of valid counterfactuals, mean L1 and L2 cost of the valid ones (published L2 cost next to ours), "
+            "and the standard deviation of the per-counterfactual invalidation rate.\n\n"
+            + frame_to_markdown(t, digits=3))
+
+
+def render_r2(report: Path | None) -> str:
+    t = _read(report, "consistency_r2")
+    if t is None:
+        return _note("consistency_r2.csv", "part `black2022`")
+    return ("r² of a least-squares line of the invalidation rate on a predictor, over all valid counterfactuals "
+            "of all methods of a dataset: `r2` on L2 cost with the RS and LOO models pooled (the paper's row), "
+            "per source, on L1 cost, without the SNS methods, and on the two quantities of the paper's "
+            "Theorem 2 — the base model's confidence and the log local Lipschitz estimate at the "
+            "counterfactual.\n\n"
+            + frame_to_markdown(t, digits=3))
+
+
+def render_pairs(report: Path | None) -> str:
+    t = _read(report, "consistency_sns_pairs")
+    if t is None:
+        return _note("consistency_sns_pairs.csv", "part `black2022`")
+    return ("Each base method against itself followed by SNS: `delta` = IV(method + SNS) − IV(method), ours and "
+            "the paper's (`pub_delta`); negative = SNS makes the counterfactuals more consistent.\n\n"
+            + frame_to_markdown(t, digits=3))
+
+
+def render_figure(report: Path | None) -> str:
+    if report is None or not (report / "consistency_iv.png").exists():
+        return _note("consistency_iv.png", "part `black2022`")
+    return ("```{figure} /_generated/report/consistency_iv.png\n:name: fig-consistency-iv\n:width: 95%\n\n"
+            "Invalidation rate (RS and LOO pooled) against the base model's confidence at the counterfactual (left) "
+            "and against the local Lipschitz estimate of its class probability (right), binned means per dataset; "
+            "solid: the methods without SNS, dashed: with SNS.\n```\n")
+
+
+def _iv(r: pd.Series, c: str) -> str:
+    s = _f(r.get(c), 3)
+    lb, ub = r.get(f"{c}_lb"), r.get(f"{c}_ub")
+    return s + ("" if lb is None or pd.isna(lb) else f" [{_f(lb, 3)}, {_f(ub, 3)}]")
+
+
+def render_ct(report: Path | None) -> str:
+    t, d = _read(report, "consistency_ct"), _read(report, "consistency_ct_delta")
+    if t is None or d is None:
+        return _note("consistency_ct.csv", "part `ct`")
+    rows = []
+    for _, r in d.iterrows():
+        for src in ("loo", "rs"):
+            ct = t[(t["dataset"] == r["dataset"]) & (t["method"] == r["method"]) & (t["model"] == "CT")]
+            bl = t[(t["dataset"] == r["dataset"]) & (t["method"] == r["method"]) & (t["model"] == "BL")]
+            if ct.empty or bl.empty:
+                continue
+            rows.append([str(r["dataset"]), str(r["method"]), src.upper(), _iv(ct.iloc[0], f"iv_{src}"),
+                         _iv(bl.iloc[0], f"iv_{src}"), _iv(r, f"delta_iv_{src}"),
+                         f"{_f(ct.iloc[0]['cost_l2'])} / {_f(bl.iloc[0]['cost_l2'])}",
+                         f"{_f(ct.iloc[0]['validity'])} / {_f(bl.iloc[0]['validity'])}", str(int(r["n_seeds"]))])
+    legend = ("Mean invalidation rate over valid counterfactuals of CT and BL models, [Student-t 95% interval over "
+              "training seeds]; Δ = CT − BL paired by seed (negative: CT's counterfactuals are more consistent). "
+              "Cost: mean L2 cost CT / BL; validity CT / BL.\n\n")
+    return legend + _table(["data", "method", "source", "IV CT", "IV BL", "Δ CT − BL", "cost CT / BL",
+                            "validity CT / BL", "seeds"], rows)
+
+
+def answer(report: Path | None) -> str:
+    """The CT × consistency answer in words, counted from ``consistency_ct_delta.csv``."""
+    d = _read(report, "consistency_ct_delta")
+    if d is None:
+        return _note("consistency_ct_delta.csv", "part `ct`")
+    lines = []
+    for sns in (False, True):
+        g = d[d["method"].str.endswith("+ SNS") == sns]
+        if g.empty:
+            continue
+        for src in ("loo", "rs"):
+            c, lb, ub = g[f"delta_iv_{src}"], g[f"delta_iv_{src}_lb"], g[f"delta_iv_{src}_ub"]
+            better, worse = int((ub < 0).sum()), int((lb > 0).sum())
+            lines.append(f"- {'with' if sns else 'without'} SNS, {src.upper()}: CT's counterfactuals are "
+                         f"significantly more consistent in {better} and less consistent in {worse} of {len(g)} "
+                         f"(dataset, method) cells; mean Δ IV = {c.mean():+.3f}.")
+        cost = g["delta_cost_l2"]
+        lines.append(f"- {'with' if sns else 'without'} SNS, cost: mean Δ L2 cost CT − BL = {cost.mean():+.3f} "
+                     f"(significantly lower for CT in {int((g['delta_cost_l2_ub'] < 0).sum())}, higher in "
+                     f"{int((g['delta_cost_l2_lb'] > 0).sum())} of {len(g)} cells).")
+    return ("Counted from the table above (a cell counts when its 95% interval over seeds excludes 0):\n\n"
+            + "\n".join(lines) + "\n")
+
+
+def render_models(report: Path | None) -> str:
+    t = _read(report, "consistency_models")
+    if t is None:
+        return _note("consistency_models.csv", "stage `consistency`")
+    return ("Test accuracy of each base model and the mean over its retrained models, failed (diverged) members, "
+            "and the CPU seconds of each job (training, and everything).\n\n" + frame_to_markdown(t, digits=3))
+
+
+def pages(report: Path | None) -> dict[str, str]:
+    """Include name → Markdown for ``book.render_includes``."""
+    return {"consistency_table1": render_table1(report), "consistency_cost": render_cost(report),
+            "consistency_r2": render_r2(report), "consistency_pairs": render_pairs(report),
+            "consistency_figure": render_figure(report), "consistency_ct": render_ct(report),
+            "consistency_answer": answer(report), "consistency_models": render_models(report)}
+
+
+__all__ = ["TABLE1_ROWS", "answer", "pages"]
