@@ -288,3 +288,20 @@ def test_seed_and_leave_one_out_constructors():
         leave_one_out_members(lambda: _member(0), 100, [100])
     results = train_population(seeds + loo, X, y, dtype=F64)
     assert all(r.ok for r in results) and results[0].population_size == 6
+
+
+@pytest.mark.parametrize("log_accuracy", [True, False])
+def test_the_learning_check_runs_without_per_epoch_accuracies(log_accuracy):
+    """Retraining studies skip the per-epoch accuracy pass; a member that learns nothing must still be caught."""
+    X, y = _data(n=600)
+    Xv, yv = _data(n=100, seed=1)
+    stuck = _member(0, "vanilla", lr=1e-12, epochs=12, name="stuck")  # 12 epochs × 19 batches > 200 updates
+    with torch.no_grad():  # a constant classifier: always class 0
+        for p in stuck.model.parameters():
+            p.zero_()
+        stuck.model[-1].bias[0] = 1.0
+    fine = _member(1, "vanilla", lr=1e-2, epochs=12, name="fine")
+    r_stuck, r_fine = train_population([stuck, fine], X, y, X_val=Xv, y_val=yv, dtype=F64,
+                                       log_accuracy=log_accuracy)
+    assert r_fine.ok and not r_stuck.ok and "training did not learn" in r_stuck.error
+    assert r_stuck.log["acc_val"].isna().all() != log_accuracy
