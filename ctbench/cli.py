@@ -271,6 +271,22 @@ def _cmd_prop31(args) -> int:
     return 0
 
 
+def _cmd_compare(args) -> int:
+    from .config import ConfigError
+    from .report.compare import Tolerance, compare_reports
+
+    for folder in (args.committed, args.fresh):
+        if not Path(folder).is_dir():
+            raise ConfigError(f"compare: {folder} is not a folder; give two report folders (ctbench report --out)")
+    moved = compare_reports(args.committed, args.fresh, Tolerance(rtol=args.rtol, atol=args.atol))
+    if moved.empty:
+        print(f"no number moved beyond rtol={args.rtol:g}, atol={args.atol:g} ({args.fresh} vs {args.committed})")
+        return 0
+    print(moved.to_string(index=False, max_colwidth=60))
+    print(f"{len(moved)} cell(s) moved or missing beyond rtol={args.rtol:g}, atol={args.atol:g}")
+    return 1
+
+
 def _cmd_book(args) -> int:
     from .report.book import build_book, committed_results
 
@@ -402,6 +418,13 @@ def build_parser() -> argparse.ArgumentParser:
     p31.add_argument("--quick", action="store_true", help="fewer seeds and settings")
     p31.add_argument("--out", required=True)
     p31.set_defaults(func=_cmd_prop31)
+
+    cp = sub.add_parser("compare", help="which numbers of a fresh report moved against the committed result set")
+    cp.add_argument("fresh", help="the fresh report folder, e.g. results/paper/report")
+    cp.add_argument("--committed", default="paper/results/report", help="default: paper/results/report")
+    cp.add_argument("--rtol", type=float, default=1e-6, help="relative tolerance (default 1e-6)")
+    cp.add_argument("--atol", type=float, default=1e-9, help="absolute tolerance (default 1e-9)")
+    cp.set_defaults(func=_cmd_compare)
 
     bk = sub.add_parser("book", help="build the Jupyter Book (HTML, offline) from a report folder")
     bk.add_argument("--report", default=None,

@@ -1,0 +1,51 @@
+"""ctbench compare: which numbers of a fresh report moved against the committed result set."""
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from ctbench.cli import main
+from ctbench.report.compare import Tolerance, compare_reports
+
+COMMITTED = Path(__file__).resolve().parents[1] / "paper" / "results" / "report"
+
+
+def _copy(tmp_path: Path) -> Path:
+    fresh = tmp_path / "fresh"
+    shutil.copytree(COMMITTED, fresh)
+    return fresh
+
+
+def test_an_identical_result_set_has_nothing_moved_even_with_other_timings(tmp_path, capsys):
+    fresh = _copy(tmp_path)
+    bench = pd.read_csv(fresh / "benchmarks.csv")
+    bench["cpu_seconds"] *= 3  # a slower machine: not a result
+    bench.to_csv(fresh / "benchmarks.csv", index=False)
+    tt = pd.read_csv(fresh / "training_time.csv")
+    tt["train_seconds"] += 1.0
+    tt.to_csv(fresh / "training_time.csv", index=False)
+    assert compare_reports(COMMITTED, fresh).empty
+    assert main(["compare", str(fresh), "--committed", str(COMMITTED)]) == 0
+    assert "no number moved" in capsys.readouterr().out
+
+
+def test_moved_cells_missing_rows_and_tables_are_listed(tmp_path, capsys):
+    fresh = _copy(tmp_path)
+    t1 = pd.read_csv(fresh / "table1.csv")
+    i = t1.index[(t1["dataset"] == "Moon") & (t1["metric"] == "Cost")][0]
+    t1.loc[i, "reduction_pct"] += 0.5
+    t1 = t1[~((t1["dataset"] == "LS") & (t1["metric"] == "IP"))]
+    t1.to_csv(fresh / "table1.csv", index=False)
+    (fresh / "table3.csv").unlink()
+    moved = compare_reports(COMMITTED, fresh)
+    what = {(r.file, r.key, r.column, r.what) for r in moved.itertuples()}
+    assert ("table1.csv", "Moon / Cost", "reduction_pct", "moved") in what
+    assert ("table1.csv", "LS / IP", "", "row missing from the fresh result set") in what
+    assert ("table3.csv", "", "", "table missing from the fresh result set") in what
+    # a change inside the tolerance is not a move
+    assert compare_reports(COMMITTED, fresh, Tolerance(rtol=0.1)).query("file == 'table1.csv' and what == 'moved'"
+                                                                      ).empty
+    assert main(["compare", str(fresh), "--committed", str(COMMITTED)]) == 1
+    assert "moved or missing" in capsys.readouterr().out
+    assert main(["compare", str(tmp_path / "nowhere")]) == 2
