@@ -315,6 +315,18 @@ def render_prop31(report: Path | None) -> tuple[str, str]:
     return "\n\n".join(parts), viol
 
 
+def render_prop31_findings(report: Path | None) -> str:
+    """The Prop 3.1 page's prose, every number from the run's own summary (:mod:`.prop31_text`)."""
+    from .prop31_text import render_findings, render_violations
+
+    summary = report / "prop31" / "prop31_summary.csv" if report is not None else None
+    if summary is None or not summary.exists():
+        return _note("prop31/prop31_summary.csv", "stage `prop31`")
+    text = render_findings(summary)
+    violations = summary.parent / "prop31_violations.csv"
+    return text + ("\n" + render_violations(violations) if violations.exists() else "")
+
+
 def render_grids(report: Path | None) -> str:
     gdir = report / "grids" if report is not None else None
     if gdir is None or not gdir.is_dir():
@@ -578,6 +590,7 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
         "grids": render_grids(src),
         "prop31_results": render_prop31(src)[0],
         "prop31_violations": render_prop31(src)[1],
+        "prop31_findings": render_prop31_findings(src),
         "provenance": render_provenance(src),
         "benchmarks": render_benchmarks(src),
         "report_index": render_index(src),
