@@ -124,3 +124,24 @@ def test_zeroed_synthetic_mutability_lambdas_are_off_by_default():
     zeroed = resolve_fidelity("reference", {"synthetic_mutability_zero_reg_adv": True})
     obj, notes = effective_objective(cfg, zeroed, "synthetic")
     assert obj.lambda_reg == obj.lambda_adv == 0.0 and notes
+
+
+def test_the_july_2025_preset_is_the_final_code_with_the_preprints_adversarial_label():
+    from dataclasses import asdict
+
+    ref, jul = resolve_fidelity("reference"), resolve_fidelity("reference_2025_07")
+    diff = {k for k, v in asdict(jul).items() if asdict(ref)[k] != v}
+    assert diff == {"mode", "adversarial_label"} and jul.adversarial_label == "predicted"
+    # a workflow config may name it (the schema's enum), and a switch still overrides it
+    from pathlib import Path
+
+    import yaml
+
+    from ctbench.workflow_check import check_schema
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = yaml.safe_load((root / "workflow/config/quick.yaml").read_text())
+    check_schema({**cfg, "fidelity": "reference_2025_07"}, root / "workflow/schemas/config.schema.yaml")
+    with pytest.raises(Exception, match="fidelity"):
+        check_schema({**cfg, "fidelity": "july"}, root / "workflow/schemas/config.schema.yaml")
+    assert resolve_fidelity("reference_2025_07", {"adversarial_label": "true"}).adversarial_label == "true"
