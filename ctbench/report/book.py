@@ -459,14 +459,15 @@ def render_fidelity_switches() -> str:
 
     from ..fidelity import PRESETS, Fidelity
 
-    ref, pap = PRESETS["reference"], PRESETS["paper"]
+    ref, pap, jul = PRESETS["reference"], PRESETS["paper"], PRESETS["reference_2025_07"]
     rows = []
     for f in fields(Fidelity):
         if f.name == "mode":
             continue
-        a, b = getattr(ref, f.name), getattr(pap, f.name)
-        rows.append([f"`{f.name}`", str(a), str(b), "same" if a == b else "**differs**"])
-    return _table(["switch", "reference (code)", "paper (text)", ""], rows)
+        a, b, c = getattr(ref, f.name), getattr(pap, f.name), getattr(jul, f.name)
+        rows.append([f"`{f.name}`", str(a), str(b), "same" if a == b else "**differs**",
+                     str(c) if c != a else "="])
+    return _table(["switch", "reference (final code)", "paper (text)", "", "reference_2025_07 (July code)"], rows)
 
 
 def render_fidelity_effects(report: Path | None) -> str:
