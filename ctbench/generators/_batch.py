@@ -10,22 +10,7 @@ import torch
 from torch import nn
 
 from ..constraints import Constraints
-from .base import CounterfactualResult
-
-
-def check_batch(x, target, constraints: Constraints | None):
-    """Validated ``(x, target, constraints)``: x (B, D) detached, target (B,) long, constraints for D features."""
-    x = torch.as_tensor(x)
-    if x.ndim != 2:
-        raise ValueError(f"search expects points of shape (B, D), got {tuple(x.shape)}")
-    x = x.detach()
-    target = torch.as_tensor(target, device=x.device).long().reshape(-1)
-    if target.shape[0] != x.shape[0]:
-        raise ValueError(f"{target.shape[0]} targets for {x.shape[0]} points")
-    cons = constraints or Constraints(x.shape[1])
-    if cons.n_features != x.shape[1]:
-        raise ValueError(f"constraints are for {cons.n_features} features, points have {x.shape[1]}")
-    return x, target, cons
+from .base import CounterfactualResult, check_batch  # noqa: F401  (re-exported for the searches)
 
 
 def bounds_containing(cons: Constraints, x0: torch.Tensor, codes):

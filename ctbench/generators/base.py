@@ -30,6 +30,21 @@ from ..constraints import Constraints
 from .mlp_grad import mlp_layers
 
 
+def check_batch(x, target, constraints: Constraints | None):
+    """Validated ``(x, target, constraints)``: x (B, D) detached, target (B,) long, constraints for D features."""
+    x = torch.as_tensor(x)
+    if x.ndim != 2:
+        raise ValueError(f"search expects points of shape (B, D) (one row per factual), got {tuple(x.shape)}")
+    x = x.detach()
+    target = torch.as_tensor(target, device=x.device).long().reshape(-1)
+    if target.shape[0] != x.shape[0]:
+        raise ValueError(f"{target.shape[0]} targets for {x.shape[0]} points")
+    cons = constraints or Constraints(x.shape[1])
+    if cons.n_features != x.shape[1]:
+        raise ValueError(f"constraints are for {cons.n_features} features, points have {x.shape[1]}")
+    return x, target, cons
+
+
 @dataclass(frozen=True)
 class Convergence:
     """When a search stops: ``threshold`` (p(y⁺|x') ≥ τ, at most T steps) or ``max_iter`` (exactly T steps)."""
@@ -151,16 +166,7 @@ class GradientGenerator:
                generator: torch.Generator | None = None) -> CounterfactualResult:
         """Search counterfactuals for a batch of factuals ``x`` (B, D) and target classes ``target`` (B,)."""
         conv = convergence or Convergence()
-        x = torch.as_tensor(x)
-        if x.ndim != 2:
-            raise ValueError(f"search expects factuals of shape (B, D), got {tuple(x.shape)}")
-        x = x.detach()
-        target = torch.as_tensor(target, device=x.device).long().reshape(-1)
-        if target.shape[0] != x.shape[0]:
-            raise ValueError(f"{target.shape[0]} targets for {x.shape[0]} factuals")
-        cons = constraints or Constraints(x.shape[1])
-        if cons.n_features != x.shape[1]:
-            raise ValueError(f"constraints are for {cons.n_features} features, factuals have {x.shape[1]}")
+        x, target, cons = check_batch(x, target, constraints)
         if x.shape[0] == 0:  # nothing to search: an empty result at once (the step loop needs a row to finish)
             return empty_result(x, target)
         with frozen_parameters(model):
