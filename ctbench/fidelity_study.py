@@ -18,6 +18,12 @@ All metrics of a run come from that run's own experiment: ``single`` (unconstrai
 the appendix's "cost without mutability constraints") or, for ``synthetic_mutability_zero_reg_adv``, ``mutability``
 (protected feature immutable in training and search, τ = 0.5 — Table I's Cost column).
 
+Every setting is measured on the same training seeds as Table 1 (``seeds``; the workflow passes the profile's), its
+values by Table 1's recipe over all (seed, run) pairs with the seed-level interval beside
+(:mod:`ctbench.evaluation.seeds`). Where the workflow has trained a model with exactly the config a setting needs (its
+final CT and BL models), the study loads it instead of training a copy (``reuse``), so an evaluation-only switch's
+reference column is Table 1's own cell.
+
 Models are trained only where the switch can change them (``SwitchSpec.retrain``): an evaluation-only switch
 (``mmd_length_scale``, ``ip_star_per_run``, ``redraw_per_lambda``, ``adult_substring_groups`` — the Adult groups
 are only used to snap one-hot groups at evaluation, the arrays are the same) reuses one CT and one BL model for
@@ -25,15 +31,7 @@ both settings; a switch that only changes counterfactual training (``ce_step_siz
 ``synthetic_mutability_zero_reg_adv``) reuses the BL model; ``domain_n_sigma`` retrains both (the domain box is part
 of each model's constraints). Identical training configs are trained once.
 
-What "paper" means per switch: the text's value where the paper states one (``ce_step_size`` 0.25,
-``domain_n_sigma`` 3, ``mmd_length_scale`` 0.5, ``adult_substring_groups`` off); for
-``synthetic_mutability_zero_reg_adv`` the default is already the final table's λ's (the published Cost column was
-made with them, issue 11), so the alternative is the code's run records (λ_reg = λ_adv = 0); for
-``redraw_per_lambda`` the alternative is one draw reused for all λ's; for ``adversarial_label`` the paper and the
-final code agree (true label), so the alternative is the 2025 preprints' predicted label; for ``ip_star_per_run`` (a
-protocol option of this reproduction) the alternative is IP* pooled over runs, the literal reading of the reference
-code (``EvalProtocol.ip_star_per_run``). The columns ``reference_setting``/``paper_setting`` name the two values of
-every row.
+What "paper" means per switch: :mod:`ctbench.fidelity_switches`.
 
 Output: a CSV (columns :data:`COLUMNS`) and a ``.json`` sidecar (switch spec, the resolved training configs, the
 protocol and fidelity switches of each evaluation, model accuracies, timings, provenance), written atomically.
@@ -45,78 +43,29 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .fidelity_switches import SWITCHES, SwitchSpec, default_plan
 from .io import atomic_write_json, atomic_write_text, provenance
 
 __all__ = ["COLUMNS", "METRICS", "SWITCHES", "SwitchSpec", "add_cli", "default_plan", "merge_effects", "run_effect"]
 
 #: required columns of an effect table (the book chapter's contract), then the extra ones this module writes
 REQUIRED = ["switch", "dataset", "metric", "reference", "paper", "delta"]
-COLUMNS = REQUIRED + ["pm_reference", "pm_paper", "reference_setting", "paper_setting", "experiment", "epochs",
-                      "n_runs", "n_individuals", "note"]
+#: per setting (``_reference``/``_paper``): the paper's ± and star over all (seed, run) pairs, and the seed-level
+#: t-interval over training seeds (:func:`ctbench.evaluation.seeds.seed_level`)
+STAT_COLUMNS = [f"{c}_{s}" for s in ("reference", "paper")
+                for c in ("pm", "significant", "seed_lb", "seed_ub", "seed_significant", "seed_values")]
+COLUMNS = REQUIRED + STAT_COLUMNS + ["reference_setting", "paper_setting", "experiment", "epochs", "n_runs",
+                                     "n_individuals", "n_seeds", "seeds", "note"]
 METRICS = ("IP", "IP*", "Cost", "validity CT", "accuracy CT")
 #: sizes of ``quick`` runs (smoke tests of the workflow)
 QUICK = {"epochs": 10, "n_runs": 10, "n_individuals": 50}
-
-
-@dataclass(frozen=True)
-class SwitchSpec:
-    """One discrepancy: its two values and what has to be redone when it flips."""
-
-    name: str
-    #: ``fidelity`` (a field of :class:`ctbench.fidelity.Fidelity`) or ``protocol`` (of ``EvalProtocol``)
-    kind: str
-    reference: Any
-    paper: Any
-    #: models to retrain under the paper value: ``none`` (evaluation only), ``ct`` (CT only) or ``all``
-    retrain: str
-    #: the experiment whose models and evaluation are used: ``single`` or ``mutability``
-    experiment: str
-    #: default datasets (the plan of :func:`default_plan`)
-    datasets: tuple[str, ...]
-    #: item of reference/ct_reference.md
-    source: str
-    description: str
-
-    def values(self) -> dict[str, Any]:
-        return {"reference": self.reference, "paper": self.paper}
-
-
-SWITCHES: dict[str, SwitchSpec] = {s.name: s for s in (
-    SwitchSpec("ce_step_size", "fidelity", 0.1, 0.25, "ct", "single", ("lin_sep", "moons"), "§11.1",
-               "step size of the counterfactual search, in training and at evaluation"),
-    SwitchSpec("domain_n_sigma", "fidelity", 2.0, 3.0, "all", "single", ("lin_sep", "moons"), "§11.2",
-               "domain box μ ± nσ (widened to the observed range), in training and at evaluation"),
-    SwitchSpec("mmd_length_scale", "fidelity", 5.0, 0.5, "none", "single", ("lin_sep", "circles", "moons"),
-               "§11.15", "Gaussian-kernel length-scale of the IP* MMD"),
-    SwitchSpec("adversarial_label", "fidelity", "true", "predicted", "ct", "single", ("over", "moons"), "§11.4",
-               "label of the adversarial (nascent) example; paper = final code = true, alternative = the 2025 "
-               "preprints' predicted label"),
-    SwitchSpec("synthetic_mutability_zero_reg_adv", "fidelity", False, True, "ct", "mutability",
-               ("lin_sep", "circles"), "§11.3",
-               "synthetic mutability runs trained with the final table's λ_reg, λ_adv (default) vs λ_reg = λ_adv = 0 "
-               "(the code's run records)"),
-    SwitchSpec("redraw_per_lambda", "fidelity", True, False, "none", "single", ("lin_sep", "moons"), "§7.1",
-               "one draw of label pairs and individuals per test-time λ_egy (the authors' one evaluation per λ) vs "
-               "one draw reused for all five λ's"),
-    SwitchSpec("adult_substring_groups", "fidelity", True, False, "none", "single", ("adult",), "§11.12",
-               "Adult one-hot groups by substring match (education_num swallowed) vs the true groups; used to snap "
-               "categorical groups at evaluation"),
-    SwitchSpec("ip_star_per_run", "protocol", True, False, "none", "single", ("lin_sep", "circles"),
-               "§7.3, §11.15", "IP* groups per evaluation run (this reproduction's default) vs pooled over runs "
-               "(the literal reading of the reference code)"),
-)}
-
-
-def default_plan() -> list[tuple[str, str]]:
-    """``(switch, dataset)`` pairs of the study: synthetic data for most switches, Adult for the grouping switch."""
-    return [(name, ds) for name, spec in SWITCHES.items() for ds in spec.datasets]
 
 
 # --------------------------------------------------------------------------------------------------- helpers
@@ -133,42 +82,83 @@ def _family(dataset: str) -> str:
     return info["family"]
 
 
-def _reduction(df: pd.DataFrame, column: str, dataset: str) -> tuple[float, float]:
-    from .evaluation.aggregate import reduction_table
+_NO_STATS = {"pm": math.nan, "significant": pd.NA, "seed_lb": math.nan, "seed_ub": math.nan,
+             "seed_significant": pd.NA, "seed_values": ""}
 
-    t = reduction_table(df, column, kind=column, avg_row=False)
+
+def _reduction(df: pd.DataFrame, column: str, dataset: str) -> tuple[float, dict[str, Any]]:
+    """Table I's reduction over all (seed, run) pairs, with its ±, star and the seed-level interval."""
+    from .evaluation.aggregate import reduction_table
+    from .evaluation.seeds import pool_seeds, seed_level
+
+    t = reduction_table(pool_seeds(df), column, kind=column, avg_row=False)
     t = t[t["dataset"] == dataset]
     if t.empty:
-        return math.nan, math.nan
-    return float(t["reduction_pct"].iloc[0]), float(t["pm"].iloc[0])
+        return math.nan, dict(_NO_STATS)
+    r = t.iloc[0]
+    stats = {"pm": float(r["pm"]), "significant": r["significant"]}
+    sl = seed_level(df, column, kind=column)
+    sl = sl[sl["dataset"] == dataset]
+    if len(sl):
+        q = sl.iloc[0]
+        stats.update(seed_lb=float(q["seed_lb"]), seed_ub=float(q["seed_ub"]),
+                     seed_significant=q["seed_significant"], seed_values=q["seed_values"])
+    return float(r["reduction_pct"]), {**_NO_STATS, **stats}
 
 
-def _metrics(df: pd.DataFrame, accuracy_ct: float, dataset: str) -> dict[str, tuple[float, float]]:
-    """metric → (value, ±) for one evaluation (± only for the reductions)."""
+def _metrics(df: pd.DataFrame, accuracy_ct: float, dataset: str) -> dict[str, tuple[float, dict[str, Any]]]:
+    """metric → (value, statistics) for one setting's evaluation over all training seeds (statistics only for the
+    reductions)."""
     from .evaluation.aggregate import validity_table
 
     out = {"IP": _reduction(df, "ip", dataset), "IP*": _reduction(df, "ip_star", dataset),
            "Cost": _reduction(df, "cost", dataset)}
     v = validity_table(df, avg_row=False)
     v = v[(v["dataset"] == dataset) & (v["objective"] == "full")]
-    out["validity CT"] = (float(v["validity"].iloc[0]) if len(v) else math.nan, math.nan)
-    out["accuracy CT"] = (float(accuracy_ct), math.nan)
+    out["validity CT"] = (float(v["validity"].iloc[0]) if len(v) else math.nan, dict(_NO_STATS))
+    out["accuracy CT"] = (float(accuracy_ct), dict(_NO_STATS))
     return out
 
 
-def _rows(switch: str, dataset: str, spec: SwitchSpec | None, values: dict[str, dict[str, tuple[float, float]]] | None,
-          *, experiment: str, epochs: int | None, n_runs: int | None, n_individuals: int | None,
+def _rows(switch: str, dataset: str, spec: SwitchSpec | None,
+          values: dict[str, dict[str, tuple[float, dict[str, Any]]]] | None, *, experiment: str,
+          epochs: int | None, n_runs: int | None, n_individuals: int | None, seeds: tuple[int, ...],
           note: str = "") -> pd.DataFrame:
     rows = []
     for metric in METRICS:
-        ref, pm_ref = values["reference"][metric] if values else (math.nan, math.nan)
-        pap, pm_pap = values["paper"][metric] if values else (math.nan, math.nan)
-        rows.append({"switch": switch, "dataset": dataset, "metric": metric, "reference": ref, "paper": pap,
-                     "delta": pap - ref, "pm_reference": pm_ref, "pm_paper": pm_pap,
-                     "reference_setting": _fmt(spec.reference) if spec else "",
-                     "paper_setting": _fmt(spec.paper) if spec else "", "experiment": experiment,
-                     "epochs": epochs, "n_runs": n_runs, "n_individuals": n_individuals, "note": note})
+        ref, st_ref = values["reference"][metric] if values else (math.nan, dict(_NO_STATS))
+        pap, st_pap = values["paper"][metric] if values else (math.nan, dict(_NO_STATS))
+        row = {"switch": switch, "dataset": dataset, "metric": metric, "reference": ref, "paper": pap,
+               "delta": pap - ref}
+        for setting, st in (("reference", st_ref), ("paper", st_pap)):
+            row.update({f"{k}_{setting}": v for k, v in st.items()})
+        row.update({"reference_setting": _fmt(spec.reference) if spec else "",
+                    "paper_setting": _fmt(spec.paper) if spec else "", "experiment": experiment,
+                    "epochs": epochs, "n_runs": n_runs, "n_individuals": n_individuals, "n_seeds": len(seeds),
+                    "seeds": " ".join(map(str, seeds)), "note": note})
+        rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _objective(cfg: dict[str, Any]) -> str:
+    obj = cfg.get("objective")
+    return str(obj.get("name") if isinstance(obj, dict) else obj)
+
+
+def _reuse_models(configs: dict[str, dict[str, Any]], reuse: dict[str, str | Path]) -> tuple[dict, dict[str, str]]:
+    """Load the given saved models whose resolved config equals one the study would train (key → model)."""
+    from .api import check_train_config, load_model
+
+    models, used = {}, {}
+    for key, cfg in configs.items():
+        name = f"{_objective(cfg)}_s{cfg.get('seed')}"
+        if name not in reuse:
+            continue
+        m = load_model(reuse[name])
+        want = json.dumps(check_train_config(cfg)[0], sort_keys=True, default=str)
+        if json.dumps(check_train_config(m.config)[0], sort_keys=True, default=str) == want:
+            models[key], used[name] = m, str(reuse[name])
+    return models, used
 
 
 def _write(df: pd.DataFrame, out_csv: str | Path, sidecar: dict[str, Any]) -> Path:
@@ -181,16 +171,24 @@ def _write(df: pd.DataFrame, out_csv: str | Path, sidecar: dict[str, Any]) -> Pa
 # --------------------------------------------------------------------------------------------------- the study
 def run_effect(switch: str, dataset: str | None, out_csv: str | Path, seed: int = 0, epochs: int | None = None,
                n_runs: int | None = None, n_individuals: int | None = None, quick: bool = False,
-               lambdas: tuple[float, ...] | None = None, progress: bool = False) -> pd.DataFrame:
+               lambdas: tuple[float, ...] | None = None, progress: bool = False,
+               seeds: tuple[int, ...] | list[int] | None = None,
+               reuse: dict[str, str | Path] | None = None) -> pd.DataFrame:
     """Measure the effect of flipping ``switch`` from its reference to its paper value on ``dataset``.
 
-    ``dataset`` None takes the switch's first default dataset. ``epochs`` default: the paper's 100 (``quick``: 10);
-    ``n_runs`` default 100 (``quick``: 10); ``n_individuals`` default: the family's (250 synthetic, 100 tabular,
-    25 vision; ``quick``: 50); ``lambdas`` default: the paper's five test-time λ_egy. Writes ``out_csv`` and
-    ``out_csv.json`` and returns the table (one row per metric of :data:`METRICS`). A real dataset whose files are
-    missing gives rows of NaN with a ``note`` saying why (the run is skipped, not failed).
+    ``seeds`` are the training seeds (default: ``(seed,)``); every model is trained once per seed (all of them in one
+    population call) and each setting's metrics pool the evaluation runs of all seeds, as Table 1 does, with the
+    seed-level interval beside. ``seed`` is the evaluation protocol's seed (the same for every training seed, as in
+    the workflow's evaluation). ``reuse`` maps ``"<objective>_s<seed>"`` to a saved model (the workflow passes its
+    final models): a model the study would train with exactly that resolved config is loaded instead, so the reference
+    column of an evaluation-only switch is Table 1's own cell; a model whose config differs is trained (the sidecar
+    says which were reused). ``dataset`` None takes the switch's first default dataset. ``epochs`` default: the
+    paper's 100 (``quick``: 10); ``n_runs`` default 100 (``quick``: 10); ``n_individuals`` default: the family's
+    (250 synthetic, 100 tabular, 25 vision; ``quick``: 50); ``lambdas`` default: the paper's five test-time λ_egy.
+    Writes ``out_csv`` and ``out_csv.json`` and returns the table (one row per metric of :data:`METRICS`). A real
+    dataset whose files are missing gives rows of NaN with a ``note`` saying why (the run is skipped, not failed).
     """
-    from .api import train_from_config
+    from .api import FailedTraining, train_population_from_configs
     from .data import load_dataset
     from .evaluation.protocol import EvalProtocol, evaluate_counterfactuals, performance
     from .fidelity import resolve_fidelity
@@ -198,6 +196,9 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path, seed: int 
 
     if switch not in SWITCHES:
         raise ValueError(f"fidelity study: unknown switch {switch!r}; choose one of {sorted(SWITCHES)}")
+    seeds = tuple(int(s) for s in (seeds if seeds else (seed,)))
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"fidelity study: training seeds must be distinct, got {list(seeds)}")
     spec = SWITCHES[switch]
     dataset = dataset or spec.datasets[0]
     family = _family(dataset)
@@ -210,9 +211,10 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path, seed: int 
     if lambdas is not None:
         protocol_base = replace(protocol_base, lambdas=tuple(float(v) for v in lambdas))
     meta = {"experiment": spec.experiment, "epochs": epochs if epochs is not None else 100, "n_runs": n_runs,
-            "n_individuals": protocol_base.n_individuals}
+            "n_individuals": protocol_base.n_individuals, "seeds": seeds}
     side: dict[str, Any] = {"kind": "fidelity_effect", "switch": asdict(spec), "dataset": dataset, "seed": seed,
-                            "quick": quick, **meta}
+                            "training_seeds": list(seeds), "quick": quick, **{k: v for k, v in meta.items()
+                                                                              if k != "seeds"}}
     notes = []
     if switch == "synthetic_mutability_zero_reg_adv" and family != "synthetic":
         notes.append(f"the switch only acts on synthetic data; {dataset} is {family}, so no effect is expected")
@@ -236,53 +238,81 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path, seed: int 
         _write(df, out_csv, side)
         return df
 
-    model_cache: dict[str, Any] = {}
-    trained_cfgs: dict[str, Any] = {}
-    values: dict[str, dict[str, tuple[float, float]]] = {}
+    # every (setting, model, seed) → a training config; identical configs (a model the switch cannot change) train once
+    configs: dict[str, dict[str, Any]] = {}
+    plan: dict[tuple[str, str, int], str] = {}
+    for setting, value in spec.values().items():
+        fid_over = {switch: value} if spec.kind == "fidelity" else {}
+        for s in seeds:
+            for name, objective in (("CT", "full"), ("BL", "vanilla")):
+                retrain = spec.retrain == "all" or (spec.retrain == "ct" and objective == "full")
+                cfg = model_config(dataset, spec.experiment, objective, s, fidelity="reference",
+                                   fidelity_overrides=fid_over if retrain else {}, epochs=epochs)
+                key = json.dumps(cfg, sort_keys=True, default=str)
+                configs.setdefault(key, cfg)
+                plan[(setting, name, s)] = key
+    keys = list(configs)
+    by_key, reused = _reuse_models(configs, reuse or {})
+    t0 = time.perf_counter()
+    todo = [k for k in keys if k not in by_key]
+    trained = train_population_from_configs({str(keys.index(k)): configs[k] for k in todo}, progress=progress) \
+        if todo else {}
+    failed = [(keys[int(n)], m) for n, m in trained.items() if isinstance(m, FailedTraining)]
+    if failed:
+        cfg = configs[failed[0][0]]
+        raise RuntimeError(f"fidelity study {switch}/{dataset}: training failed for {len(failed)} model(s), e.g. "
+                           f"objective {_objective(cfg)} seed {cfg.get('seed')}: {failed[0][1].error}")
+    by_key.update({keys[int(n)]: m for n, m in trained.items()})
+    train_seconds = time.perf_counter() - t0
+
+    values: dict[str, dict[str, tuple[float, dict[str, Any]]]] = {}
     settings_meta: dict[str, Any] = {}
     for setting, value in spec.values().items():
         fid_over = {switch: value} if spec.kind == "fidelity" else {}
         proto_over = {switch: value} if spec.kind == "protocol" else {}
-        models, model_keys = {}, {}
-        for name, objective in (("CT", "full"), ("BL", "vanilla")):
-            retrain = spec.retrain == "all" or (spec.retrain == "ct" and objective == "full")
-            train_over = fid_over if retrain else {}
-            cfg = model_config(dataset, spec.experiment, objective, seed, fidelity="reference",
-                               fidelity_overrides=train_over, epochs=epochs)
-            key = json.dumps(cfg, sort_keys=True, default=str)
-            if key not in model_cache:
-                t0 = time.perf_counter()
-                model_cache[key] = train_from_config(cfg, data=data_for(train_over), progress=progress)
-                trained_cfgs[key] = {"config": cfg, "seconds": time.perf_counter() - t0,
-                                     "acc_test": model_cache[key].meta.get("acc_test"),
-                                     "notes": model_cache[key].meta.get("notes")}
-            models[name] = model_cache[key]
-            model_keys[name] = list(model_cache).index(key)
         data = data_for(fid_over)
-        for m in models.values():  # a reused model must have seen exactly the arrays it is evaluated on
-            train_data = data_for(m.config["fidelity_overrides"])
-            if train_data is not data and not all(np.array_equal(getattr(train_data, a), getattr(data, a))
-                                                  for a in ("X_train", "y_train", "X_test", "y_test")):
-                raise RuntimeError(f"{switch}: a reused model was trained on other data than it is evaluated on")
         fid = resolve_fidelity("reference", fid_over)
         protocol = replace(protocol_base, **proto_over)
+        frames, accs, perfs = [], [], []
         t0 = time.perf_counter()
-        df = evaluate_counterfactuals(models, data.X_test, data.y_test, protocol, fid, n_classes=data.n_classes,
-                                      categorical_groups=data.categorical_groups, dataset=dataset,
-                                      progress=progress)
-        perf = performance(models, data.X_test, data.y_test, data.n_classes).set_index("model")
-        values[setting] = _metrics(df, perf.loc["CT", "accuracy"], dataset)
+        for s in seeds:
+            # named as in the workflow's evaluation ("full", "vanilla"): the protocol keys its draws by model name,
+            # so an evaluation-only switch's reference value is the Table-1 value of the same models
+            models = {obj: by_key[plan[(setting, name, s)]] for name, obj in (("CT", "full"), ("BL", "vanilla"))}
+            for m in models.values():  # a reused model must have seen exactly the arrays it is evaluated on
+                train_data = data_for(m.config["fidelity_overrides"])
+                if train_data is not data and not all(np.array_equal(getattr(train_data, a), getattr(data, a))
+                                                      for a in ("X_train", "y_train", "X_test", "y_test")):
+                    raise RuntimeError(f"{switch}: a reused model was trained on other data than it is evaluated on")
+            df = evaluate_counterfactuals(models, data.X_test, data.y_test, protocol, fid, n_classes=data.n_classes,
+                                          categorical_groups=data.categorical_groups, dataset=dataset,
+                                          progress=progress)
+            frames.append(df.assign(seed=s))
+            perf = performance(models, data.X_test, data.y_test, data.n_classes).set_index("model")
+            accs.append(float(perf.loc["full", "accuracy"]))
+            perfs.append(perf.reset_index().assign(seed=s).to_dict(orient="records"))
+        df = pd.concat(frames, ignore_index=True)
+        values[setting] = _metrics(df, float(np.mean(accs)), dataset)
         settings_meta[setting] = {
-            "value": value, "fidelity": fid.to_dict(), "protocol": protocol.to_dict(), "model_index": model_keys,
-            "performance": perf.reset_index().to_dict(orient="records"), "eval_seconds": time.perf_counter() - t0,
-            "n_rows": len(df), "share_valid": df.groupby("model")["valid"].mean().to_dict()}
+            "value": value, "fidelity": fid.to_dict(), "protocol": protocol.to_dict(),
+            "models": {f"{name}_s{s}": keys.index(plan[(setting, name, s)]) for s in seeds for name in ("CT", "BL")},
+            "performance": perfs, "eval_seconds": time.perf_counter() - t0, "n_rows": len(df),
+            "share_valid": df.groupby("model")["valid"].mean().to_dict()}
     if spec.retrain == "none":
         notes.append("evaluation-only switch: the same CT and BL models are evaluated under both settings")
     elif spec.retrain == "ct":
-        notes.append("the BL model is shared by both settings (the switch does not change conventional training)")
+        notes.append("the BL models are shared by both settings (the switch does not change conventional training)")
+    if reused:
+        notes.append(f"{len(reused)} model(s) are the workflow's final models ({', '.join(sorted(reused))})")
+    if len(seeds) > 1:
+        notes.append(f"{len(seeds)} training seeds; values pool all (seed, run) pairs as Table 1 does")
     out = _rows(switch, dataset, spec, values, note="; ".join(notes), **meta)
-    side.update(settings=settings_meta, models=list(trained_cfgs.values()), n_models_trained=len(trained_cfgs),
-                seconds=time.perf_counter() - t_start, provenance=provenance())
+    side.update(settings=settings_meta,
+                models=[{"config": configs[k], "acc_test": by_key[k].meta.get("acc_test"),
+                         "notes": by_key[k].meta.get("notes")} for k in keys],
+                n_models_trained=len(keys) - len(reused), reused=reused, train_seconds=train_seconds,
+                seconds=time.perf_counter() - t_start,
+                provenance=provenance())
     _write(out, out_csv, side)
     return out
 
@@ -323,8 +353,11 @@ def merge_effects(paths: list[str | Path], out: str | Path) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------------------------------- CLI
 def _cmd_effect(args) -> int:
+    from .evaluation.runner import parse_models
+
     df = run_effect(args.switch, args.dataset, args.out, seed=args.seed, epochs=args.epochs, n_runs=args.n_runs,
-                    n_individuals=args.n_individuals, quick=args.quick)
+                    n_individuals=args.n_individuals, quick=args.quick, seeds=args.seeds,
+                    reuse=dict(parse_models(args.reuse)) if args.reuse else None)
     with pd.option_context("display.width", 120):
         print(df[REQUIRED].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if df["note"].astype(str).str.startswith("skipped").any():
@@ -350,7 +383,12 @@ def add_cli(subparsers) -> None:
     e.add_argument("--epochs", type=int, help="training epochs (default: the paper's 100)")
     e.add_argument("--n-runs", dest="n_runs", type=int, help="evaluation runs (default 100)")
     e.add_argument("--n-individuals", dest="n_individuals", type=int, help="individuals per run (default: family's)")
-    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--seed", type=int, default=0, help="seed of the evaluation protocol")
+    e.add_argument("--seeds", type=int, nargs="+",
+                   help="training seeds (default: --seed); values pool the runs of all seeds as Table 1 does")
+    e.add_argument("--reuse", nargs="+", metavar="OBJECTIVE_sSEED=PATH",
+                   help="saved models to use where their config is the one the study would train (e.g. "
+                        "full_s0=results/paper/models/single/lin_sep/full_s0.pt)")
     e.set_defaults(func=_cmd_effect)
 
     m = subparsers.add_parser("fidelity-effects-merge", help="concatenate fidelity-effect CSVs (checked)")

@@ -206,6 +206,26 @@ class Workflow:
         return [(sw, ds) for sw, ds in default_plan() if (switches is None or sw in switches)
                 and (ds in self.datasets or family(ds) == "synthetic")]
 
+    def fidelity_seeds(self) -> list[int]:
+        """Training seeds of the fidelity study: ``fidelity_study.seeds``, or null = the profile's seeds, so each
+        switch's effect carries the same seed-level uncertainty as Table 1."""
+        seeds = (self.config.get("fidelity_study", {}) or {}).get("seeds")
+        return [int(s) for s in seeds] if seeds else list(self.seeds)
+
+    def fidelity_reuse(self, switch: str, dataset: str) -> dict[str, str]:
+        """The final models a fidelity effect may reuse (``<objective>_s<seed>`` → path): those this profile trains
+        for the switch's experiment; the study loads one only where its config is exactly the one it would train."""
+        from .fidelity_study import SWITCHES
+
+        finals = set(self.final_models())
+        exp = SWITCHES[switch].experiment
+        return {f"{obj}_s{s}": p for s in self.fidelity_seeds() for obj in ("full", "vanilla")
+                if (p := self.model_path(exp, dataset, obj, s)) in finals}
+
+    def fidelity_reuse_args(self, switch: str, dataset: str) -> str:
+        reuse = self.fidelity_reuse(switch, dataset)
+        return " ".join(["--reuse", *(shlex.quote(f"{k}={v}") for k, v in reuse.items())]) if reuse else ""
+
     def fidelity_outputs(self) -> list[str]:
         return [f"{self.results}/fidelity/{sw}/{ds}.csv" for sw, ds in self.fidelity_pairs()]
 

@@ -66,8 +66,8 @@ def test_training_switch_retrains_ct_only(tmp_path):
     df = run_effect("ce_step_size", "lin_sep", out, **TINY)
     side = json.loads(out.with_name(out.name + ".json").read_text())
     assert side["n_models_trained"] == 3  # CT under 0.1 and 0.25, one shared BL
-    idx = {k: v["model_index"] for k, v in side["settings"].items()}
-    assert idx["reference"]["BL"] == idx["paper"]["BL"] and idx["reference"]["CT"] != idx["paper"]["CT"]
+    idx = {k: v["models"] for k, v in side["settings"].items()}
+    assert idx["reference"]["BL_s0"] == idx["paper"]["BL_s0"] and idx["reference"]["CT_s0"] != idx["paper"]["CT_s0"]
     steps = sorted(m["config"]["fidelity_overrides"].get("ce_step_size", 0.1) for m in side["models"])
     assert steps == [0.1, 0.1, 0.25]
     np.testing.assert_allclose(df["delta"], df["paper"] - df["reference"])
@@ -136,3 +136,50 @@ def test_cli(tmp_path, capsys):
     assert args.func is not None and args.quick
     args = p.parse_args(["mnist-figures", "--ct", "c.pt", "--bl", "b.pt", "--out", "o"])
     assert args.targets == [1, 2, 3, 4] and args.max_iter == 1000
+
+
+def test_training_seeds_pool_runs_and_give_a_seed_interval(tmp_path, mmd_effect):
+    """Two training seeds: models train once per seed, the value pools the (seed, run) pairs, and seed 0's own
+    reduction (in ``seed_values``) is the one-seed study's value: a seed's numbers do not depend on its companions."""
+    _, one = mmd_effect
+    out = tmp_path / "mmd2.csv"
+    two = run_effect("mmd_length_scale", "lin_sep", out, seeds=(0, 1), **{k: v for k, v in TINY.items()
+                                                                          if k != "seed"})
+    side = json.loads(out.with_name(out.name + ".json").read_text())
+    assert side["n_models_trained"] == 4 and side["training_seeds"] == [0, 1]
+    assert (two["n_seeds"] == 2).all() and (two["seeds"] == "0 1").all()
+    d1, d2 = one.set_index("metric"), two.set_index("metric")
+    for m in ("IP", "IP*", "Cost"):
+        per_seed = [float(v) for v in str(d2.loc[m, "seed_values_reference"]).split()]
+        assert len(per_seed) == 2
+        assert per_seed[0] == pytest.approx(d1.loc[m, "reference"], abs=0.005), m
+        lb, ub = d2.loc[m, "seed_lb_reference"], d2.loc[m, "seed_ub_reference"]
+        assert lb <= np.mean(per_seed) <= ub
+    with pytest.raises(ValueError, match="distinct"):
+        run_effect("mmd_length_scale", "lin_sep", tmp_path / "x.csv", seeds=(1, 1), **{k: v for k, v in TINY.items()
+                                                                                      if k != "seed"})
+
+
+def test_reuse_loads_matching_models_only(tmp_path):
+    """Saved models with exactly the config the study would train are loaded (same numbers, nothing trained);
+    a model with another config (here: other epochs) is not reused."""
+    from ctbench.api import train_from_config
+    from ctbench.paper_settings import model_config
+
+    sizes = {k: v for k, v in TINY.items() if k != "seed"}
+    paths = {}
+    for obj in ("full", "vanilla"):
+        m = train_from_config(model_config("lin_sep", "single", obj, 0, fidelity="reference", epochs=2))
+        paths[f"{obj}_s0"] = tmp_path / f"{obj}.pt"
+        m.save(paths[f"{obj}_s0"])
+    fresh = run_effect("mmd_length_scale", "lin_sep", tmp_path / "a.csv", seeds=(0,), **sizes)
+    again = run_effect("mmd_length_scale", "lin_sep", tmp_path / "b.csv", seeds=(0,), reuse=paths, **sizes)
+    side = json.loads((tmp_path / "b.csv.json").read_text())
+    assert side["n_models_trained"] == 0 and set(side["reused"]) == {"full_s0", "vanilla_s0"}
+    # same seed and config: the same model up to float round-off (single-model vs population trainer)
+    np.testing.assert_allclose(again["reference"], fresh["reference"], rtol=1e-5)
+    other = run_effect("mmd_length_scale", "lin_sep", tmp_path / "c.csv", seeds=(0,), reuse=paths,
+                       **{**sizes, "epochs": 3})
+    side = json.loads((tmp_path / "c.csv.json").read_text())
+    assert side["n_models_trained"] == 2 and side["reused"] == {}
+    assert len(other) == len(METRICS)

@@ -108,3 +108,20 @@ def test_final_training_is_one_population_job_per_dataset():
     assert {e for e, _, _ in main} == {"baseline", "single"}
     with pytest.raises(ValueError, match="not in"):
         w.final_members("everything")
+
+
+def test_fidelity_study_uses_the_profiles_seeds_and_reuses_its_final_models():
+    w = Workflow(CONFIGS["paper"])
+    assert w.fidelity_seeds() == w.seeds
+    reuse = w.fidelity_reuse("mmd_length_scale", "lin_sep")
+    assert set(reuse) == {f"{o}_s{s}" for o in ("full", "vanilla") for s in w.seeds}
+    assert reuse["full_s0"] == w.model_path("single", "lin_sep", "full", 0)
+    assert reuse["vanilla_s0"] == w.model_path("single", "lin_sep", "vanilla", 0)
+    assert w.fidelity_reuse("synthetic_mutability_zero_reg_adv", "over")["full_s1"] == \
+        w.model_path("mutability", "over", "full", 1)
+    assert set(reuse.values()) <= set(w.final_models())
+    alone = Workflow({**CONFIGS["paper"], "datasets": ["adult"],
+                      "fidelity_study": {"enabled": True, "seeds": [3]}})
+    assert alone.fidelity_seeds() == [3]
+    assert alone.fidelity_reuse("mmd_length_scale", "lin_sep") == {}  # not trained by this profile
+    assert alone.fidelity_reuse_args("mmd_length_scale", "lin_sep") == ""

@@ -599,8 +599,12 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
         "fidelity_effects": render_fidelity_effects(src),
     }
     from .consistency_book import pages as consistency_pages
+    from .discrepancy_text import render_switch_findings, render_table1_findings
+    from .tables import PUBLISHED_DIR
 
     pages.update(consistency_pages(src))
+    pages["discrepancy_table1"] = render_table1_findings(src) if src is not None else ""
+    pages["discrepancy_switches"] = render_switch_findings(src, PUBLISHED_DIR) if src is not None else ""
     out = {}
     for name, text in pages.items():
         p = gen / f"{name}.md"

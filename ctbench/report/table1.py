@@ -23,9 +23,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..evaluation.aggregate import reduction_table
+from ..evaluation.seeds import SEED_LEVEL, pool_seeds  # noqa: F401 (SEED_LEVEL re-exported)
+from ..evaluation.seeds import seed_level as _seed_level
 
 #: the version reproduced (``../shared/papers/000_…``), then the final version and the March 2025 preprint
 PRIMARY = "preprint_2025_07"
@@ -34,45 +35,12 @@ VERSION_LABELS = {"preprint_2025_07": "July 2025 preprint", "satml_2026": "final
                   "preprint_2025_03": "March 2025 preprint"}
 #: the nine datasets of the paper, in its order
 PAPER_DATASETS = ["LS", "Circ", "Moon", "OL", "Adult", "CH", "Cred", "GMSC", "MNIST"]
-SEED_LEVEL = 0.95
 MIN_VALIDITY = 0.05
 MAX_NAN_SHARE = 0.10
 #: (experiment, metric column, paper_value kind, label) of Table 1's three columns
 SPECS = (("single", "ip", "ip", "IP"), ("single", "ip_star", "ip_star", "IP*"), ("mutability", "cost", "cost", "Cost"))
 
 AGREE, SIGN_ONLY, DISAGREE = "sign and significance", "sign only", "disagrees"
-
-
-def pool_seeds(df: pd.DataFrame) -> pd.DataFrame:
-    """Runs of different training seeds are different replicates: ``run`` becomes (seed, run)."""
-    if "seed" not in df or df["seed"].nunique() <= 1:
-        return df
-    return df.assign(run=df["seed"].astype(np.int64) * 1_000_000 + df["run"].astype(np.int64))
-
-
-def _seed_level(df: pd.DataFrame, metric: str, kind: str, label: str) -> pd.DataFrame:
-    seeds = sorted(df["seed"].unique()) if "seed" in df else [None]
-    per = []
-    for s in seeds:
-        sub = df if s is None else df[df["seed"] == s]
-        r = reduction_table(sub, metric, kind=kind, label=label, avg_row=False)
-        per.append(r[["dataset", "reduction_pct"]].assign(seed=s))
-    per = pd.concat(per, ignore_index=True)
-    rows = []
-    for ds, g in per.groupby("dataset", sort=False):
-        v = g["reduction_pct"].dropna().to_numpy(float)
-        n = len(v)
-        mean = v.mean() if n else np.nan
-        sd = v.std(ddof=1) if n > 1 else np.nan
-        if n > 1 and sd > 0:
-            lb, ub = stats.t.interval(SEED_LEVEL, n - 1, loc=mean, scale=sd / np.sqrt(n))
-        else:
-            lb = ub = np.nan
-        rows.append({"dataset": ds, "n_seeds": n, "seed_mean": mean, "seed_sd": sd, "seed_lb": lb, "seed_ub": ub,
-                     "seed_significant": bool(lb > 0 or ub < 0) if np.isfinite(lb) else pd.NA,
-                     "seed_values": " ".join(f"{x:.2f}" for x in v)})
-    return pd.DataFrame(rows, columns=["dataset", "n_seeds", "seed_mean", "seed_sd", "seed_lb", "seed_ub",
-                                       "seed_significant", "seed_values"])
 
 
 def _cell_facts(df: pd.DataFrame, metric: str) -> pd.DataFrame:

@@ -24,10 +24,14 @@ rule mnist_figures:
 
 
 rule fidelity_effect:
+    input:
+        lambda w: W.fidelity_reuse(w.switch, w.dataset).values(),
     output:
         f"{RES}/fidelity/{{switch}}/{{dataset}}.csv",
     params:
         quick="--quick" if config.get("fidelity_study", {}).get("quick", False) else "",
+        seeds=" ".join(map(str, W.fidelity_seeds())),
+        reuse=lambda w: W.fidelity_reuse_args(w.switch, w.dataset),
     threads: 1
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -38,7 +42,7 @@ rule fidelity_effect:
         f"{RES}/logs/fidelity/{{switch}}/{{dataset}}.log",
     shell:
         "ctbench fidelity-effect --switch {wildcards.switch} --dataset {wildcards.dataset} {params.quick} "
-        "--out {output} > {log} 2>&1"
+        "--seeds {params.seeds} {params.reuse} --out {output} > {log} 2>&1"
 
 
 rule fidelity_effects:

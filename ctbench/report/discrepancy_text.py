@@ -1,0 +1,256 @@
+"""The prose of the discrepancies chapter, with every number read from the result files (issue 14: prose that
+matches its numbers).
+
+Two renderers, each included by ``paper/discrepancies.md``:
+
+* :func:`render_table1_findings` — how Table 1 and Table 3 agree with the published versions
+  (``table1.csv``, ``table1_agreement.csv``, ``table3.csv``, ``table3_agreement.csv``), and for each cell that does
+  not agree with the July 2025 preprint the facts that bear on it: the value per training seed, the seed-level
+  interval, seeds whose model trained worse than the dataset's best seed (``performance_seeds.csv``), CT's accuracy
+  gap to BL, CT's validity against the published one, and whether the authors' own versions agree with each other.
+* :func:`render_switch_findings` — what each fidelity switch does to the cells it touches
+  (``fidelity_effects.csv``), with the published July value beside and a count of the cells that agree with July under
+  each setting.
+
+The text states only what the files show; interpretations that cannot be read off the numbers are left to the
+chapter's fixed prose, which carries no numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .table1 import AGREE, PRIMARY, VERSION_LABELS, agreement, published_versions
+
+#: this reproduction's target for Table 1 (issue 11): cells agreeing with July or inside the authors' range
+TABLE1_TARGET = 24
+#: a seed whose test accuracy is this far below the dataset's best seed is called out as trained worse
+ACC_GAP = 0.01
+#: CT losing more accuracy than this to BL is called out
+ACC_LOSS = 0.02
+#: CT validity this far below the published one is called out
+VALIDITY_GAP = 0.05
+LABELS = {"lin_sep": "LS", "circles": "Circ", "moons": "Moon", "over": "OL", "adult": "Adult",
+          "california_housing": "CH", "credit_default": "Cred", "gmsc": "GMSC", "mnist": "MNIST"}
+#: the metrics each switch is about (the effect table has all of them)
+SWITCH_METRICS = {"mmd_length_scale": ("IP*",), "ip_star_per_run": ("IP*",), "adversarial_label": ("IP", "IP*"),
+                  "synthetic_mutability_zero_reg_adv": ("Cost",), "redraw_per_lambda": ("IP", "IP*", "Cost"),
+                  "ce_step_size": ("IP", "IP*"), "domain_n_sigma": ("IP", "IP*"), "adult_substring_groups": ("IP",)}
+
+
+def _read(report: Path, name: str) -> pd.DataFrame | None:
+    p = Path(report) / name
+    return pd.read_csv(p) if p.exists() else None
+
+
+def _star(sig) -> str:
+    return "\\*" if (not pd.isna(sig) and bool(sig)) else ""
+
+
+def _cell(v, pm=None, sig=None, digits: int = 1) -> str:
+    if v is None or pd.isna(v):
+        return "—"
+    s = f"{float(v):.{digits}f}"
+    if pm is not None and not pd.isna(pm):
+        s += f" ± {float(pm):.{digits}f}"
+    return s + _star(sig)
+
+
+def _num(v, digits: int = 1) -> str:
+    return "—" if v is None or pd.isna(v) else f"{float(v):.{digits}f}"
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# ------------------------------------------------------------------------------------------------ Table 1 and 3
+def _counts(agr: pd.DataFrame) -> str:
+    a = agr.set_index("version")
+    parts = []
+    for v in ("preprint_2025_07", "satml_2026"):
+        if v in a.index:
+            parts.append(f"{int(a.loc[v, AGREE])} of the {int(a.loc[v, 'cells'])} cells of the "
+                         f"{VERSION_LABELS[v]}")
+    text = "It agrees in sign and significance with " + _join(parts) + "."
+    if "target" in a.index:
+        n = int(a.loc["target", AGREE])
+        text += (f" {n} cells reach this reproduction's target (agreement with the July preprint, or a value inside "
+                 f"the range of the authors' own versions), {'short of' if n < TABLE1_TARGET else 'meeting'} the "
+                 f"{TABLE1_TARGET} aimed for.")
+    return text
+
+
+def _table3(report: Path) -> str:
+    agr = _read(report, "table3_agreement.csv")
+    if agr is None or not len(agr):
+        return ""
+    r = agr.iloc[0]
+    text = (f"Table 3: {int(r['within'])} of {int(r['cells'])} validity cells lie within {float(r['tolerance']):.2f} "
+            f"of the final version's")
+    outside = str(r.get("outside", "") or "")
+    if outside and outside != "nan":
+        text += f"; outside: {outside.replace(';', ',')}"
+    return text + "."
+
+
+def _seed_facts(r: pd.Series, perf: pd.DataFrame | None) -> list[str]:
+    out = []
+    vals = [float(x) for x in str(r.get("seed_values", "") or "").split()]
+    if len(vals) > 1:
+        out.append(f"per training seed {', '.join(_num(v) for v in vals)}; seed-level 95% interval "
+                   f"[{_num(r['seed_lb'])}, {_num(r['seed_ub'])}]"
+                   + (" (excludes 0)" if bool(r.get("seed_significant")) else " (includes 0)"))
+    if perf is None or len(vals) < 2:
+        return out
+    p = perf[perf["dataset"] == r["dataset"]].sort_values("seed").reset_index(drop=True)
+    if len(p) != len(vals):
+        return out
+    for who, col in (("BL", "acc_bl"), ("CT", "acc_ct")):
+        best = p[col].max()
+        worse = p[p[col] < best - ACC_GAP]
+        if len(worse):
+            seeds = worse.index.tolist()
+            rest = [i for i in range(len(p)) if i not in seeds]
+            out.append(f"the {who} models of seed(s) {_join([str(int(p.loc[i, 'seed'])) for i in seeds])} reach "
+                       f"test accuracy {_join([_num(p.loc[i, col], 3) for i in seeds])} against {_num(best, 3)} "
+                       f"for the best seed; those seeds give {_join([_num(vals[i]) for i in seeds])}, the others "
+                       f"{_join([_num(vals[i]) for i in rest])}" if rest else "")
+    return [o for o in out if o]
+
+
+def _validity_fact(r: pd.Series, t3: pd.DataFrame | None) -> str:
+    if t3 is None:
+        return ""
+    col = "ct_constrained" if r["metric"] == "Cost" else "ct_unconstrained"
+    row = t3[t3["dataset"] == r["dataset"]]
+    if not len(row) or f"pub_{col}" not in row:
+        return ""
+    ours, pub = float(row[col].iloc[0]), float(row[f"pub_{col}"].iloc[0])
+    if np.isfinite(pub) and ours < pub - VALIDITY_GAP:
+        return (f"CT's validity here is {ours:.2f} against {pub:.2f} published, so its valid counterfactuals are a "
+                f"more selected subset")
+    return ""
+
+
+def _versions_fact(r: pd.Series) -> str:
+    vals = []
+    for v in ("preprint_2025_07", "satml_2026", "preprint_2025_03"):
+        x = r.get(f"{v}_reduction_pct")
+        if x is not None and not pd.isna(x):
+            vals.append((v, float(x), r.get(f"{v}_significant")))
+    if len(vals) < 2:
+        return ""
+    signs = {np.sign(x) for _, x, _ in vals}
+    stars = {bool(s) for _, _, s in vals if not pd.isna(s)}
+    if len(signs) > 1 or len(stars) > 1:
+        agree = [VERSION_LABELS[v] for v, _, _ in vals if r.get(f"{v}_agreement") == AGREE]
+        text = "the authors' own versions disagree with each other here"
+        return text + (f"; ours agrees with the {_join(agree)}" if agree else "")
+    return ""
+
+
+def render_table1_findings(report: str | Path) -> str:
+    """Markdown: agreement counts, then one bullet per Table-1 cell that does not agree with the July preprint."""
+    report = Path(report)
+    t1, agr = _read(report, "table1.csv"), _read(report, "table1_agreement.csv")
+    if t1 is None or agr is None:
+        return "*Table 1 has not been computed for this result set.*\n"
+    perf, t3 = _read(report, "performance_seeds.csv"), _read(report, "table3.csv")
+    mean_perf = _read(report, "performance.csv")
+    n_seeds = int(t1["n_seeds"].max()) if "n_seeds" in t1 and t1["n_seeds"].notna().any() else 1
+    lines = [f"The result set has {n_seeds} training seed{'s' if n_seeds != 1 else ''} per model. " + _counts(agr)
+             + " " + _table3(report), ""]
+    cells = t1[(t1["dataset"] != "Avg.") & (t1[f"{PRIMARY}_agreement"] != AGREE)
+               & t1[f"{PRIMARY}_agreement"].notna()]
+    if len(cells):
+        lines.append("The cells that do not agree with the July preprint, with what the result files say about each:")
+        lines.append("")
+    for _, r in cells.iterrows():
+        v07, vfin = "preprint_2025_07", "satml_2026"
+        metric = str(r["metric"]).replace("*", "\\*")
+        head = (f"- **{r['dataset']} {metric}** ({r[f'{PRIMARY}_agreement']}): ours "
+                f"{_cell(r['reduction_pct'], r['pm'], r['significant'])}; July "
+                f"{_cell(r[f'{v07}_reduction_pct'], r[f'{v07}_pm'], r[f'{v07}_significant'])}, final "
+                f"{_cell(r[f'{vfin}_reduction_pct'], r[f'{vfin}_pm'], r[f'{vfin}_significant'])}.")
+        facts = []
+        flag = r.get("flag") if isinstance(r.get("flag"), str) else ""
+        if flag:
+            facts.append(flag)
+        if not flag.startswith("not computable"):
+            facts += _seed_facts(r, perf)
+        p = mean_perf[mean_perf["dataset"] == r["dataset"]] if mean_perf is not None else []
+        if len(p) and float(p["acc_diff"].iloc[0]) < -ACC_LOSS:
+            facts.append(f"CT's test accuracy is {100 * -float(p['acc_diff'].iloc[0]):.1f} percentage points below "
+                         f"BL's ({float(p['acc_ct'].iloc[0]):.3f} vs {float(p['acc_bl'].iloc[0]):.3f}, mean over "
+                         f"seeds)")
+        facts += [f for f in (_validity_fact(r, t3), _versions_fact(r)) if f]
+        if facts:
+            facts[0] = facts[0][0].upper() + facts[0][1:]
+        lines.append(head + (" " + "; ".join(facts) + "." if facts else ""))
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ switches
+def _july(published_dir: str | Path | None) -> pd.DataFrame | None:
+    if published_dir is None:
+        return None
+    pub = published_versions(published_dir)
+    return pub[pub["version"] == PRIMARY].set_index(["dataset", "metric"])
+
+
+def render_switch_findings(report: str | Path, published_dir: str | Path | None = None) -> str:
+    """Markdown: per switch, the cells it is about under both settings, July beside, and an agreement count."""
+    eff = _read(Path(report), "fidelity_effects.csv")
+    if eff is None or not len(eff):
+        return "*The fidelity study has not run for this result set.*\n"
+    july = _july(published_dir)
+    lines = []
+    for switch, g in eff.groupby("switch", sort=False):
+        metrics = SWITCH_METRICS.get(switch, ("IP", "IP*", "Cost"))
+        rows = g[g["metric"].isin(metrics) & g["reference"].notna()]
+        if not len(rows):
+            continue
+        ref_set, pap_set = str(g["reference_setting"].iloc[0]), str(g["paper_setting"].iloc[0])
+        n_seeds = int(g["n_seeds"].iloc[0]) if "n_seeds" in g and pd.notna(g["n_seeds"].iloc[0]) else 1
+        parts, counts = [], {"reference": 0, "paper": 0}
+        n_cmp = 0
+        for _, r in rows.iterrows():
+            label = LABELS.get(r["dataset"], r["dataset"])
+            # Table 1's Cost column is the constrained (mutability) one; the single experiment's Cost is not it
+            comparable = r["metric"] != "Cost" or r.get("experiment") == "mutability"
+            pub = july.loc[(label, r["metric"])] if (july is not None and comparable
+                                                      and (label, r["metric"]) in july.index) else None
+            ref = _cell(r["reference"], r.get("pm_reference"), r.get("significant_reference"))
+            pap = _cell(r["paper"], r.get("pm_paper"), r.get("significant_paper"))
+            metric = str(r["metric"]).replace("*", "\\*")
+            text = f"{label} {metric} {ref} with {ref_set}, {pap} with {pap_set}"
+            if pub is not None:
+                text += f" (July {_cell(pub['reduction_pct'], pub['pm'], pub['significant'])})"
+                n_cmp += 1
+                for setting in counts:
+                    if agreement(r[setting], r.get(f"significant_{setting}"), pub["reduction_pct"],
+                                 pub["significant"]) == AGREE:
+                        counts[setting] += 1
+            parts.append(text)
+        line = (f"- **`{switch}`** ({n_seeds} training seed{'s' if n_seeds != 1 else ''}): " + "; ".join(parts) + ".")
+        if n_cmp:
+            line += (f" In sign and significance {counts['paper']} of these {n_cmp} cells agree with July with "
+                     f"{pap_set}, {counts['reference']} with {ref_set}.")
+        if switch == "redraw_per_lambda":
+            pm = g[g["metric"].isin(("IP", "IP*", "Cost"))][["pm_reference", "pm_paper"]].astype(float)
+            ratio = (pm["pm_paper"] / pm["pm_reference"]).replace([np.inf, -np.inf], np.nan).dropna()
+            if len(ratio):
+                line += (f" One draw for all λ's makes the ± {ratio.median():.2f} times as wide (median over these "
+                         f"cells; √5 = {np.sqrt(5):.2f} if the five λ's were perfectly correlated).")
+        if switch == "synthetic_mutability_zero_reg_adv":
+            v = g[g["metric"] == "validity CT"]
+            if len(v):
+                line += (" CT validity (constrained) " + "; ".join(
+                    f"{LABELS.get(d, d)} {float(a):.3f} with {ref_set}, {float(b):.3f} with {pap_set}"
+                    for d, a, b in zip(v["dataset"], v["reference"], v["paper"], strict=True)) + ".")
+        lines.append(line)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,95 @@
+"""The discrepancies chapter's prose is rendered from the result files (ctbench/report/discrepancy_text.py)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ctbench.report.discrepancy_text import render_switch_findings, render_table1_findings
+from ctbench.report.tables import PUBLISHED_DIR
+
+COMMITTED = Path(__file__).resolve().parents[1] / "paper" / "results" / "report"
+
+
+@pytest.fixture()
+def report(tmp_path):
+    if not (COMMITTED / "table1.csv").exists():
+        pytest.skip("no committed result set")
+    for name in ("table1.csv", "table1_agreement.csv", "table3.csv", "table3_agreement.csv", "performance.csv"):
+        shutil.copy(COMMITTED / name, tmp_path / name)
+    return tmp_path
+
+
+def _cells(text: str) -> dict[str, str]:
+    """Bullet lines by cell name ("Moon IP*"), markdown escapes removed."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^- \*\*(.+?)\*\* \(", line)
+        if m:
+            out[m.group(1).replace("\\", "")] = line
+    return out
+
+
+def _bullet(text: str, cell: str) -> str:
+    return _cells(text)[cell]
+
+
+def test_numbers_follow_the_files(report):
+    t1 = pd.read_csv(report / "table1.csv")
+    before = render_table1_findings(report)
+    i = t1.index[(t1["dataset"] == "Moon") & (t1["metric"] == "IP")][0]
+    t1.loc[i, ["reduction_pct", "pm"]] = [12.345, 6.789]
+    t1.loc[i, "seed_values"] = "1.00 2.00 3.00 4.00 5.00"
+    t1.to_csv(report / "table1.csv", index=False)
+    agr = pd.read_csv(report / "table1_agreement.csv")
+    agr.loc[agr["version"] == "preprint_2025_07", "sign and significance"] = 3
+    agr.to_csv(report / "table1_agreement.csv", index=False)
+    after = render_table1_findings(report)
+    assert after != before
+    moon = _bullet(after, "Moon IP")
+    assert "ours 12.3 ± 6.8" in moon and "Per training seed 1.0, 2.0, 3.0, 4.0, 5.0" in moon
+    assert "with 3 of the 27 cells of the July 2025 preprint" in after
+
+
+def test_only_cells_that_disagree_with_july_are_listed(report):
+    t1 = pd.read_csv(report / "table1.csv")
+    text = render_table1_findings(report)
+    listed = set(_cells(text))
+    want = {f"{r.dataset} {r.metric}" for r in t1.itertuples()
+            if r.dataset != "Avg." and r.preprint_2025_07_agreement != "sign and significance"}
+    assert listed == want
+
+
+def test_a_seed_that_trained_worse_is_named(report):
+    t1 = pd.read_csv(report / "table1.csv")
+    i = t1.index[(t1["dataset"] == "Moon") & (t1["metric"] == "IP")][0]
+    t1.loc[i, "seed_values"] = "20.00 21.00 -30.00 22.00 23.00"
+    t1.to_csv(report / "table1.csv", index=False)
+    rows = [{"dataset": "Moon", "seed": s, "acc_ct": 1.0, "acc_bl": 0.95 if s == 2 else 1.0, "f1_ct": 1.0,
+             "f1_bl": 1.0} for s in range(5)]
+    pd.DataFrame(rows).to_csv(report / "performance_seeds.csv", index=False)
+    moon = _bullet(render_table1_findings(report), "Moon IP")
+    assert "BL models of seed(s) 2 reach test accuracy 0.950 against 1.000" in moon
+    assert "those seeds give -30.0, the others 20.0, 21.0, 22.0 and 23.0" in moon
+    assert "CT models of seed" not in moon  # CT's accuracy is the same for every seed
+
+
+def test_switch_findings_compare_with_july_and_count(tmp_path):
+    july = pd.read_csv(PUBLISHED_DIR / "table1_reductions.csv")
+    ls = july[(july["version"] == "preprint_2025_07") & (july["dataset"] == "LS") & (july["metric"] == "IP*")].iloc[0]
+    rows = []
+    for ds, ref, pap in (("lin_sep", -5.0, float(ls["reduction_pct"])), ("circles", 70.0, 80.0)):
+        rows.append({"switch": "mmd_length_scale", "dataset": ds, "metric": "IP*", "reference": ref, "paper": pap,
+                     "delta": pap - ref, "pm_reference": 1.0, "pm_paper": 1.0, "significant_reference": True,
+                     "significant_paper": bool(ls["significant"]) if ds == "lin_sep" else True,
+                     "reference_setting": "5.0", "paper_setting": "0.5", "experiment": "single", "n_seeds": 5})
+    pd.DataFrame(rows).to_csv(tmp_path / "fidelity_effects.csv", index=False)
+    text = render_switch_findings(tmp_path, PUBLISHED_DIR)
+    assert "**`mmd_length_scale`** (5 training seeds)" in text
+    assert f"LS IP\\* -5.0 ± 1.0\\* with 5.0, {float(ls['reduction_pct']):.1f} ± 1.0" in text
+    # LS agrees with July under 0.5 only (opposite sign under 5.0); Circ depends on July's star there
+    assert "with 0.5" in text and "of these 2 cells agree with July" in text
