@@ -143,17 +143,21 @@ def test_includes_from_a_report(tmp_path):
     out = bookmod.render_includes(report, book, claims_yaml=ROOT / "claims.yaml")
     t1 = out["table1"].read_text()
     # ours, the seed interval, July, final, March, agreement with July
-    assert ("| LS | IP | 24.00\u00a0±\u00a00.50\\* | [21.0,\u00a027.0] (n=5) | 29.05\u00a0±\u00a00.67\\* | "
+    assert ("| LS | IP | 24.00\u00a0±\u00a00.50\\*<br>[21.0,\u00a027.0] | 29.05\u00a0±\u00a00.67\\* | "
             "26.26\u00a0±\u00a00.67\\* | 29.22 | sign and significance |") in t1
-    assert "| Circ | IP | — |" in t1 and "58.88\u00a0±\u00a00.37\\*" in t1 and "not computable" in t1
+    assert "over n = 5 training seeds" in t1                              # one n for all rows: said once
+    assert "| Circ | IP | — |" in t1 and "58.88\u00a0±\u00a00.37\\*" in t1
+    assert "- Circ IP: not computable" in t1                              # notes below the table, not a column
     t2 = out["table2"].read_text()
-    assert "**0.09**" in t2 and "**-5.69**" not in t2                     # CT median outside, BL inside the CI
+    assert "(Δ\u00a0**0.09**)" in t2 and "**-5.69**" not in t2           # CT median outside, BL inside the CI
+    assert "| LS | CT | 0.30<br><small>paper\u00a00.21" in t2
     assert "Not yet run" in out["appendix_ci"].read_text()
     assert "/_generated/report/robustness.png" in out["robustness"].read_text()
     assert "grids/lin_sep_penalties.png" in out["grids"].read_text()
     assert "grids/tune_ls.csv" in out["grids"].read_text()
     figs = out["paper_figures"].read_text()
     assert "/_generated/report/figure1.png" in figs and "Not yet run in this profile: `mnist_attribution.png`" in figs
+    assert "**MNIST.**\n\n```{note}" in figs and not re.search(r"\S[^\n]*```", figs)   # fences open a line
     assert "total" in out["benchmarks"].read_text()
     prov = out["provenance"].read_text()
     assert "smoke" in prov and "**reference**" in prov
@@ -251,3 +255,54 @@ def test_the_book_defaults_to_the_committed_result_set(tmp_path):
     assert {"seed_lb", "preprint_2025_07_agreement"} <= set(t1.columns) and (t1["n_seeds"].dropna() >= 5).all()
     with pytest.raises(bookmod.BookBuildError, match="no committed result set"):
         bookmod.committed_results(tmp_path)
+
+
+# --------------------------------------------------------------------------------------------------- markup, width
+
+ARTICLE = ('<html><body><nav>**menu**</nav><article class="bd-article">'
+           '<section class="tex2jax_ignore mathjax_ignore">{}</section></article></body></html>')
+
+
+@pytest.mark.parametrize("body,leaked", [
+    ("<p><strong>MNIST.</strong> ```{note}\nNot yet run</p>", "```{note}"),                 # fence opened mid-line
+    ('<p>A <code class="literal">{figure} /x.png\n:width: 90%</code> here</p>', "{figure}"),  # fence as code span
+    ("<div class=\"highlight\"><pre>**Figure 1.** ```{note}\ntext\n</pre></div>", "```{note}"),
+    ("<p>{include} _generated/table1.md</p>", "{include}"),
+    ("<p>**bold** was not rendered</p>", "**bold**"),
+    ("<p>| a | b |\n|---|---|</p>", "|---|"),
+])
+def test_unrendered_markup_is_found(tmp_path, body, leaked):
+    (tmp_path / "page.html").write_text(ARTICLE.format(body))
+    found = bookmod.unrendered_markup(tmp_path)
+    assert len(found) == 1 and found[0][0] == "page.html" and leaked in found[0][1], found
+
+
+def test_rendered_markup_and_math_pass(tmp_path):
+    body = ('<p><strong>MNIST.</strong></p><div class="admonition note"><p>Not yet run: <code>x.png</code></p></div>'
+            '<span class="math notranslate nohighlight">\\(a^{**} = \\{note\\}\\)</span>'
+            '<div class="highlight-bash"><pre>ctbench book --report DIR</pre></div><p>IP* and 5 * 3</p>')
+    (tmp_path / "page.html").write_text(ARTICLE.format(body))
+    assert bookmod.unrendered_markup(tmp_path) == []
+
+
+def test_strict_build_fails_on_markup_that_did_not_render(tmp_path):
+    pytest.importorskip("jupyter_book", reason="the book extra is not installed (pip install -e '.[book]')")
+    book = copy_book(tmp_path / "book")
+    (book / "_broken.md").write_text("**Broken.** ```{note}\nThis note opens mid-line.\n```\n")
+    with (book / "figures.md").open("a") as fh:
+        fh.write("\n```{include} _broken.md\n```\n")
+    with pytest.raises(bookmod.BookBuildError, match=r"(?s)markup shown as text.*figures\.html.*Broken\. ```\{note\}"):
+        bookmod.build_book(None, book, strict=True, claims_yaml=False)
+    assert bookmod.build_book(None, book, strict=False, claims_yaml=False).exists()   # not strict: it builds
+
+
+def test_the_committed_book_builds_strict_with_compact_tables(tmp_path):
+    pytest.importorskip("jupyter_book", reason="the book extra is not installed (pip install -e '.[book]')")
+    book = copy_book(tmp_path / "book")
+    html = bookmod.build_book(bookmod.committed_results(ROOT / "paper"), book, strict=True)
+    assert bookmod.unrendered_markup(html.parent) == []
+    results = (html.parent / "results.html").read_text()
+    # every table of the results chapter fits a laptop screen: at most 7 columns
+    for table in re.findall(r"<table.*?</table>", results, re.S):
+        header = re.search(r"<tr.*?</tr>", table, re.S).group(0)
+        assert header.count("<th") <= 7, re.sub(r"<[^>]+>", " ", header)
