@@ -306,3 +306,26 @@ def test_the_committed_book_builds_strict_with_compact_tables(tmp_path):
     for table in re.findall(r"<table.*?</table>", results, re.S):
         header = re.search(r"<tr.*?</tr>", table, re.S).group(0)
         assert header.count("<th") <= 7, re.sub(r"<[^>]+>", " ", header)
+
+
+def test_fidelity_effects_and_prop31_tables_are_compact(tmp_path):
+    from ctbench.report.book_figures import render_prop31
+    from ctbench.report.book_meta import render_fidelity_effects
+
+    rows = [{"switch": "mmd_length_scale", "dataset": d, "metric": m, "reference": 1.0, "paper": 1.5, "delta": 0.5,
+             "pm_reference": 0.1, "pm_paper": 0.2, "reference_setting": 5.0, "paper_setting": 0.5,
+             "experiment": "single", "epochs": 10, "n_runs": 10, "n_individuals": 50, "note": "evaluation only"}
+            for d in ("lin_sep", "circles") for m in ("IP", "Cost")]
+    pd.DataFrame(rows).to_csv(tmp_path / "fidelity_effects.csv", index=False)
+    text = render_fidelity_effects(tmp_path)
+    assert ("| `mmd_length_scale`<br>5.0 → 0.5 | LS | IP | 1.000\u00a0±\u00a00.100 | 1.500\u00a0±\u00a00.200 | 0.500 | "
+            "evaluation only |") in text                                  # equal results stay in the table
+    assert "Every row has experiment = single, epochs = 10" in text
+    cols = [f"median_{k}_{s}" for k in ("rs", "abs_w_imm", "abs_w_mut") for s in ("u", "p", "bl")]
+    summary = {"by": "all", "group": "all", "runs": 40, "lowered": 38, "share": 0.95, "ci_low": 0.83, "ci_high": 0.99,
+               "median_ratio": 0.16, **dict.fromkeys(cols, 1.0), "acc_u": 0.76, "acc_p": 0.79, "acc_bl": 0.81}
+    (tmp_path / "prop31").mkdir()
+    pd.DataFrame([summary]).to_csv(tmp_path / "prop31" / "prop31_summary.csv", index=False)
+    results, _ = render_prop31(tmp_path)
+    assert "| all | all | 38 / 40 | 0.95 [0.83,\u00a00.99] | 0.160 | 1.000 / 1.000 / 1.000 | 0.760 / 0.790 / 0.810 |" \
+        in results

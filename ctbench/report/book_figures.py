@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .book_md import OBJECTIVE_LABELS, _figure, _note, _read_csv, _sort
-from .book_tables import constant_columns
+from .book_md import OBJECTIVE_LABELS, _figure, _note, _num, _read_csv, _sort
+from .book_tables import constant_columns, merge_columns
 from .markdown import frame_to_markdown
 
 #: figures of chapter 4: file → caption
@@ -53,17 +53,33 @@ def render_paper_figures(report: Path | None) -> str:
     return "\n".join(parts)
 
 
+def _prop31_compact(df: pd.DataFrame) -> pd.DataFrame:
+    """The Prop 3.1 summary in 7 columns: the share with its interval, and u / p / bl triples in one cell each."""
+    def triple(u: object, p: object, bl: object) -> str:
+        return " / ".join(_num(v, 3) for v in (u, p, bl))
+
+    def share(s: object, lo: object, hi: object) -> str:
+        return f"{_num(s, 2)} [{_num(lo, 2)},\u00a0{_num(hi, 2)}]"
+
+    df = merge_columns(df, "lowered / runs", ["lowered", "runs"], lambda lo, n: f"{_num(lo, 0)} / {_num(n, 0)}")
+    df = merge_columns(df, "share lowered [95%]", ["share", "ci_low", "ci_high"], share)
+    df = merge_columns(df, "median RS u / p / bl", ["median_rs_u", "median_rs_p", "median_rs_bl"], triple)
+    df = merge_columns(df, "accuracy u / p / bl", ["acc_u", "acc_p", "acc_bl"], triple)
+    return df.drop(columns=[c for c in df.columns if c.startswith("median_abs_w_")])
+
+
 def render_prop31(report: Path | None) -> tuple[str, str]:
     """The Proposition 3.1 check (``prop31/`` of the report): results (summary + figures) and the violations."""
     pdir = report / "prop31" if report is not None else None
     if pdir is None or not (pdir / "prop31_summary.csv").exists():
         note = _note("prop31/prop31_summary.csv", "stage `prop31`: `ctbench prop31`")
         return note, note
-    summary = pd.read_csv(pdir / "prop31_summary.csv")
+    summary = _prop31_compact(pd.read_csv(pdir / "prop31_summary.csv"))
     parts = ["Share of paired runs in which protection lowered the relative sensitivity (Wilson 95% interval): "
              "overall (`by = all`), by sample size, mean gap and standard deviations, at training checkpoints "
-             "(`by = iteration`) and for the training variants (`by = variant`). Suffixes: `u` unprotected CT, "
-             "`p` protected CT, `bl` baseline.\n\n" + frame_to_markdown(summary, digits=3)]
+             "(`by = iteration`) and for the training variants (`by = variant`). Medians of the relative "
+             "sensitivity and test accuracy for unprotected CT / protected CT / baseline; the weights' medians "
+             "are in `prop31/prop31_summary.csv`.\n\n" + frame_to_markdown(summary, digits=3)]
     for stem, caption in (("prop31_paths", "Coefficient paths (thin: seeds, bold: median) without and with "
                            "protection, and the relative sensitivity |w_imm| / |w_mut|."),
                           ("prop31_sensitivity", "Relative sensitivity with against without protection, one point "
@@ -72,7 +88,7 @@ def render_prop31(report: Path | None) -> tuple[str, str]:
         if (pdir / f"{stem}.png").exists():
             parts.append(_figure(f"prop31/{stem}.png", caption, name=f"fig-{stem.replace('_', '-')}"))
     violations = pdir / "prop31_violations.csv"
-    viol = (frame_to_markdown(pd.read_csv(violations), digits=3) if violations.exists()
+    viol = (frame_to_markdown(_prop31_compact(pd.read_csv(violations)), digits=3) if violations.exists()
             else _note("prop31/prop31_violations.csv", "stage `prop31`"))
     return "\n\n".join(parts), viol
 

@@ -139,7 +139,20 @@ def render_fidelity_effects(report: Path | None) -> str:
     if df is None:
         return _note("fidelity_effects.csv", "one run per switch flipped from `reference` to `paper`; expected "
                                              "columns switch, dataset, metric, reference, paper, delta")
-    return frame_to_markdown(_sort(df), digits=3)
+    from .book_tables import SETTING_COLUMNS, constant_columns, merge_columns
+
+    def pm(v: object, s: object) -> str:
+        return _num(v, 3) + ("" if _isnan(s) else f"\u00a0±\u00a0{_num(s, 3)}")
+
+    df = merge_columns(_sort(df), "switch", ["switch", "reference_setting", "paper_setting"],
+                       lambda s, a, b: f"`{s}`" + ("" if _isnan(a) else f"<br>{_text(a)} → {_text(b)}"))
+    df = merge_columns(df, "reference", ["reference", "pm_reference"], pm)
+    df = merge_columns(df, "paper", ["paper", "pm_paper"], pm)
+    df, const = constant_columns(df, only=SETTING_COLUMNS)
+    legend = ("One run per switch flipped from `reference` (the authors' code) to `paper` (the text); under each "
+              "switch its two settings; reference and paper: metric ± std over evaluation runs, Δ = paper − "
+              "reference. " + const)
+    return legend + "\n\n" + frame_to_markdown(df.rename(columns={"delta": "Δ"}), digits=3)
 
 
 def render_index(report: Path | None) -> str:

@@ -34,22 +34,31 @@ def _interval(lb: Any, ub: Any, digits: int = 1) -> str:
 
 
 def merge_columns(df: pd.DataFrame, label: str, cols: Sequence[str], fmt: Callable[..., str]) -> pd.DataFrame:
-    """Replace ``cols`` (when the first is present) by one text column ``label`` = ``fmt(*values)``, in place of
-    the first; absent companions are passed as NaN."""
+    """Replace ``cols`` (when the first is present) by one text column ``label`` = ``fmt(*values)`` where the
+    earliest of them stood; absent companions are passed as NaN."""
     if cols[0] not in df.columns:
         return df
     values = [fmt(*[r.get(c, float("nan")) for c in cols]) for _, r in df.iterrows()]
-    pos = df.columns.get_loc(cols[0])
-    df = df.drop(columns=[c for c in cols if c in df.columns])
+    present = [c for c in cols if c in df.columns]
+    pos = min(df.columns.get_loc(c) for c in present)   # where the first merged column stood
+    df = df.drop(columns=present)
     df.insert(pos, label, values)
     return df
 
 
-def constant_columns(df: pd.DataFrame, keep: Sequence[str] = ()) -> tuple[pd.DataFrame, str]:
-    """Drop the columns that hold one value in every row (three rows or more) and say them in a sentence."""
+#: columns that describe how a table was computed (not results): said once above the table when constant
+SETTING_COLUMNS = ("metric", "significant", "n_runs", "n_rows", "n_boot", "n_ratio", "level", "n_seeds",
+                   "experiment", "epochs", "n_individuals")
+
+
+def constant_columns(df: pd.DataFrame, keep: Sequence[str] = (),
+                     only: Sequence[str] | None = None) -> tuple[pd.DataFrame, str]:
+    """Drop the columns (of ``only``, default all but ``keep``) that hold one value in every row (three rows or
+    more) and say them in a sentence."""
     if len(df) < 3:
         return df, ""
-    const = [c for c in df.columns if c not in keep and df[c].nunique(dropna=False) == 1]
+    const = [c for c in df.columns if c not in keep and (only is None or c in only)
+             and df[c].nunique(dropna=False) == 1]
     if not const or len(const) == len(df.columns):
         return df, ""
     first = {c: df[c].iloc[0] for c in const}
@@ -168,7 +177,7 @@ def render_plain(report: Path | None, name: str, columns: list[str] | None = Non
         df = df[[c for c in columns if c in df.columns]]
     for label, cols, fmt in merge:
         df = merge_columns(df, label, cols, fmt)
-    df, const = constant_columns(df, keep=("dataset",))
+    df, const = constant_columns(df, only=SETTING_COLUMNS)
     df = df.rename(columns=labels or {})
     legend = " ".join(s for s in (legend, const) if s)
     return (legend + "\n\n" if legend else "") + frame_to_markdown(df, digits=digits)
