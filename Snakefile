@@ -57,7 +57,13 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/book.smk"
 
 
+# `snakemake --report report.html`: this description, the rule graph, run times, and the results that the rules
+# mark with report() (report_gallery: one category per stage; the book's front page).
+report: "workflow/report/workflow.rst"
+
+
 rule all:
     input:
         W.final_targets(),
+        rules.report_gallery.output,
     default_target: True

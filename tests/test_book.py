@@ -143,17 +143,21 @@ def test_includes_from_a_report(tmp_path):
     out = bookmod.render_includes(report, book, claims_yaml=ROOT / "claims.yaml")
     t1 = out["table1"].read_text()
     # ours, the seed interval, July, final, March, agreement with July
-    assert ("| LS | IP | 24.00\u00a0±\u00a00.50\\* | [21.0,\u00a027.0] (n=5) | 29.05\u00a0±\u00a00.67\\* | "
+    assert ("| LS | IP | 24.00\u00a0±\u00a00.50\\*<br>[21.0,\u00a027.0] | 29.05\u00a0±\u00a00.67\\* | "
             "26.26\u00a0±\u00a00.67\\* | 29.22 | sign and significance |") in t1
-    assert "| Circ | IP | — |" in t1 and "58.88\u00a0±\u00a00.37\\*" in t1 and "not computable" in t1
+    assert "over n = 5 training seeds" in t1                              # one n for all rows: said once
+    assert "| Circ | IP | — |" in t1 and "58.88\u00a0±\u00a00.37\\*" in t1
+    assert "- Circ IP: not computable" in t1                              # notes below the table, not a column
     t2 = out["table2"].read_text()
-    assert "**0.09**" in t2 and "**-5.69**" not in t2                     # CT median outside, BL inside the CI
+    assert "(Δ\u00a0**0.09**)" in t2 and "**-5.69**" not in t2           # CT median outside, BL inside the CI
+    assert "| LS | CT | 0.30<br><small>paper\u00a00.21" in t2
     assert "Not yet run" in out["appendix_ci"].read_text()
     assert "/_generated/report/robustness.png" in out["robustness"].read_text()
     assert "grids/lin_sep_penalties.png" in out["grids"].read_text()
     assert "grids/tune_ls.csv" in out["grids"].read_text()
     figs = out["paper_figures"].read_text()
     assert "/_generated/report/figure1.png" in figs and "Not yet run in this profile: `mnist_attribution.png`" in figs
+    assert "**MNIST.**\n\n```{note}" in figs and not re.search(r"\S[^\n]*```", figs)   # fences open a line
     assert "total" in out["benchmarks"].read_text()
     prov = out["provenance"].read_text()
     assert "smoke" in prov and "**reference**" in prov
@@ -251,3 +255,77 @@ def test_the_book_defaults_to_the_committed_result_set(tmp_path):
     assert {"seed_lb", "preprint_2025_07_agreement"} <= set(t1.columns) and (t1["n_seeds"].dropna() >= 5).all()
     with pytest.raises(bookmod.BookBuildError, match="no committed result set"):
         bookmod.committed_results(tmp_path)
+
+
+# --------------------------------------------------------------------------------------------------- markup, width
+
+ARTICLE = ('<html><body><nav>**menu**</nav><article class="bd-article">'
+           '<section class="tex2jax_ignore mathjax_ignore">{}</section></article></body></html>')
+
+
+@pytest.mark.parametrize("body,leaked", [
+    ("<p><strong>MNIST.</strong> ```{note}\nNot yet run</p>", "```{note}"),                 # fence opened mid-line
+    ('<p>A <code class="literal">{figure} /x.png\n:width: 90%</code> here</p>', "{figure}"),  # fence as code span
+    ("<div class=\"highlight\"><pre>**Figure 1.** ```{note}\ntext\n</pre></div>", "```{note}"),
+    ("<p>{include} _generated/table1.md</p>", "{include}"),
+    ("<p>**bold** was not rendered</p>", "**bold**"),
+    ("<p>| a | b |\n|---|---|</p>", "|---|"),
+])
+def test_unrendered_markup_is_found(tmp_path, body, leaked):
+    (tmp_path / "page.html").write_text(ARTICLE.format(body))
+    found = bookmod.unrendered_markup(tmp_path)
+    assert len(found) == 1 and found[0][0] == "page.html" and leaked in found[0][1], found
+
+
+def test_rendered_markup_and_math_pass(tmp_path):
+    body = ('<p><strong>MNIST.</strong></p><div class="admonition note"><p>Not yet run: <code>x.png</code></p></div>'
+            '<span class="math notranslate nohighlight">\\(a^{**} = \\{note\\}\\)</span>'
+            '<div class="highlight-bash"><pre>ctbench book --report DIR</pre></div><p>IP* and 5 * 3</p>')
+    (tmp_path / "page.html").write_text(ARTICLE.format(body))
+    assert bookmod.unrendered_markup(tmp_path) == []
+
+
+def test_strict_build_fails_on_markup_that_did_not_render(tmp_path):
+    pytest.importorskip("jupyter_book", reason="the book extra is not installed (pip install -e '.[book]')")
+    book = copy_book(tmp_path / "book")
+    (book / "_broken.md").write_text("**Broken.** ```{note}\nThis note opens mid-line.\n```\n")
+    with (book / "figures.md").open("a") as fh:
+        fh.write("\n```{include} _broken.md\n```\n")
+    with pytest.raises(bookmod.BookBuildError, match=r"(?s)markup shown as text.*figures\.html.*Broken\. ```\{note\}"):
+        bookmod.build_book(None, book, strict=True, claims_yaml=False)
+    assert bookmod.build_book(None, book, strict=False, claims_yaml=False).exists()   # not strict: it builds
+
+
+def test_the_committed_book_builds_strict_with_compact_tables(tmp_path):
+    pytest.importorskip("jupyter_book", reason="the book extra is not installed (pip install -e '.[book]')")
+    book = copy_book(tmp_path / "book")
+    html = bookmod.build_book(bookmod.committed_results(ROOT / "paper"), book, strict=True)
+    assert bookmod.unrendered_markup(html.parent) == []
+    results = (html.parent / "results.html").read_text()
+    # every table of the results chapter fits a laptop screen: at most 7 columns
+    for table in re.findall(r"<table.*?</table>", results, re.S):
+        header = re.search(r"<tr.*?</tr>", table, re.S).group(0)
+        assert header.count("<th") <= 7, re.sub(r"<[^>]+>", " ", header)
+
+
+def test_fidelity_effects_and_prop31_tables_are_compact(tmp_path):
+    from ctbench.report.book_figures import render_prop31
+    from ctbench.report.book_meta import render_fidelity_effects
+
+    rows = [{"switch": "mmd_length_scale", "dataset": d, "metric": m, "reference": 1.0, "paper": 1.5, "delta": 0.5,
+             "pm_reference": 0.1, "pm_paper": 0.2, "reference_setting": 5.0, "paper_setting": 0.5,
+             "experiment": "single", "epochs": 10, "n_runs": 10, "n_individuals": 50, "note": "evaluation only"}
+            for d in ("lin_sep", "circles") for m in ("IP", "Cost")]
+    pd.DataFrame(rows).to_csv(tmp_path / "fidelity_effects.csv", index=False)
+    text = render_fidelity_effects(tmp_path)
+    assert ("| `mmd_length_scale`<br>5.0 → 0.5 | LS | IP | 1.000\u00a0±\u00a00.100 | 1.500\u00a0±\u00a00.200 | 0.500 | "
+            "evaluation only |") in text                                  # equal results stay in the table
+    assert "Every row has experiment = single, epochs = 10" in text
+    cols = [f"median_{k}_{s}" for k in ("rs", "abs_w_imm", "abs_w_mut") for s in ("u", "p", "bl")]
+    summary = {"by": "all", "group": "all", "runs": 40, "lowered": 38, "share": 0.95, "ci_low": 0.83, "ci_high": 0.99,
+               "median_ratio": 0.16, **dict.fromkeys(cols, 1.0), "acc_u": 0.76, "acc_p": 0.79, "acc_bl": 0.81}
+    (tmp_path / "prop31").mkdir()
+    pd.DataFrame([summary]).to_csv(tmp_path / "prop31" / "prop31_summary.csv", index=False)
+    results, _ = render_prop31(tmp_path)
+    assert "| all | all | 38 / 40 | 0.95 [0.83,\u00a00.99] | 0.160 | 1.000 / 1.000 / 1.000 | 0.760 / 0.790 / 0.810 |" \
+        in results

@@ -1,7 +1,12 @@
 """The workflow's config schema and the library side of the DAG (ctbench.workflow)."""
 
 import json
+import os
 import shlex
+import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -125,3 +130,66 @@ def test_fidelity_study_uses_the_profiles_seeds_and_reuses_its_final_models():
     assert alone.fidelity_seeds() == [3]
     assert alone.fidelity_reuse("mmd_length_scale", "lin_sep") == {}  # not trained by this profile
     assert alone.fidelity_reuse_args("mmd_length_scale", "lin_sep") == ""
+
+
+# --------------------------------------------------------------------------------------------------- Snakemake report
+
+
+def test_gallery_sorts_report_files_into_stages(tmp_path):
+    from ctbench.report.gallery import STAGES, stage_of, write_gallery
+
+    expect = {"table1.csv": "paper_tables", "table3_agreement.csv": "paper_tables", "verdicts.csv": "claims",
+              "grids/gen_params_mature.png": "grids", "prop31/prop31_summary.csv": "prop31",
+              "consistency_r2.csv": "consistency", "figure1.png": "figures", "benchmarks.csv": "provenance",
+              "something_new.csv": "other", "table1.md": None, "robustness.pdf": None, "e.csv.gz.json": None,
+              "figure1.json": None}
+    assert {rel: stage_of(rel) for rel in expect} == expect
+    report = tmp_path / "report"
+    for rel in expect:
+        (report / rel).parent.mkdir(parents=True, exist_ok=True)
+        (report / rel).write_text(rel)
+    with pytest.raises(FileNotFoundError, match="index.json missing"):
+        write_gallery(report, tmp_path / "gallery")
+    (report / "index.json").write_text("{}")
+    written = write_gallery(report, tmp_path / "gallery")
+    assert set(written) == {*STAGES, "other"} and all((tmp_path / "gallery" / s).is_dir() for s in written)
+    assert written["paper_tables"] == ["table1.csv", "table3_agreement.csv"]
+    assert written["provenance"] == ["benchmarks.csv", "index.json"] and written["robustness"] == []
+    assert (tmp_path / "gallery" / "grids" / "gen_params_mature.png").read_text() == "grids/gen_params_mature.png"
+
+
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+
+
+@pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed next to this Python")
+def test_snakemake_report_shows_the_results(tmp_path):
+    """`snakemake --report` holds the report stage's tables and figures in their categories, with captions (the
+    report_gallery rule alone, on a copy of the committed result set: no training)."""
+    for name in ("Snakefile", "workflow", "claims.yaml"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    report = tmp_path / "res" / "report"
+    shutil.copytree(ROOT / "paper" / "results" / "report", report)
+    (report / "fidelity_effects.csv").write_text("switch,dataset,metric,reference,paper,delta\n")
+    shutil.copy(ROOT / "paper" / "_static" / "ctbench.css", report / "unused.css")          # not shown
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    Figure(figsize=(1, 1)).savefig(report / "figure1.png", dpi=20)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "PATH": os.pathsep.join([str(SNAKEMAKE.parent), os.environ.get("PATH", "")])}
+    base = [str(SNAKEMAKE), "report_gallery", "--allowed-rules", "report_gallery", "--configfile",
+            "workflow/config/smoke.yaml", "--config", f"results={tmp_path / 'res'}"]
+    for extra in (["--cores", "1"], ["--report", "report.zip"]):
+        p = subprocess.run(base + extra, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    with zipfile.ZipFile(tmp_path / "report.zip") as z:
+        names = {Path(n).name for n in z.namelist()}
+        html = z.read("report/report.html").decode()
+    assert {"table1.csv", "table3.csv", "verdicts.csv", "figure1.png", "benchmarks.csv"} <= names
+    assert not {"table1.md", "unused.css"} & names
+    for needle in ("1. Claims", "2. Paper tables", "3. Figures", "Table 1: percent reduction", "The claims ledger"):
+        assert needle in html, needle
+

@@ -3,7 +3,8 @@ rule book:
     input:
         W.book_inputs(),
     output:
-        f"{RES}/book/_build/html/index.html",
+        report(f"{RES}/book/_build/html/index.html", caption="../report/book.rst", category="11. Book",
+               subcategory="front page"),
     params:
         strict="" if config.get("book", {}).get("strict", True) else "--no-strict",
     log:

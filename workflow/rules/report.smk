@@ -39,3 +39,30 @@ rule report:
     shell:
         "ctbench report --eval {input.evals} --models {input.models} {params.optional} --claims {input.claims} "
         "--benchmarks {RES}/benchmarks --profile {params.profile} --out {RES}/report > {log} 2>&1"
+
+
+# Snakemake's own report (`snakemake --report report.html`): the report folder's tables and figures, sorted into one
+# folder per stage, each a category of the report; captions in workflow/report/*.rst.
+def _gallery(stage, category, label):
+    return report(directory(f"{RES}/report_gallery/{stage}"), patterns=["{name}.{ext}"], category=category,
+                  subcategory=label, caption=f"../report/{stage}.rst", labels={"result": "{name}", "format": "{ext}"})
+
+
+rule report_gallery:
+    input:
+        W.book_inputs(),
+    output:
+        claims=_gallery("claims", "1. Claims", "verdicts per published version"),
+        tables=_gallery("paper_tables", "2. Paper tables", "Tables 1-3 and the appendix tables"),
+        figures=_gallery("figures", "3. Figures", "Figure 1 and MNIST"),
+        robustness=_gallery("robustness", "4. Robustness", "FGSM and PGD"),
+        grids=_gallery("grids", "5. Grid searches and tuning", "appendix grids"),
+        prop31=_gallery("prop31", "6. Proposition 3.1", "protection check"),
+        consistency=_gallery("consistency", "7. Consistency study", "Black et al. 2022"),
+        fidelity=_gallery("fidelity", "8. Fidelity switches", "code vs paper"),
+        provenance=_gallery("provenance", "9. Provenance and CPU time", "versions and benchmarks"),
+        other=_gallery("other", "10. Other outputs", "not sorted into a stage"),
+    log:
+        f"{RES}/logs/report_gallery.log",
+    shell:
+        "python -m ctbench.report.gallery --report {RES}/report --out {RES}/report_gallery > {log} 2>&1"

@@ -1,0 +1,129 @@
+"""The book's figure includes: robustness, Figure 1 and the MNIST figures, the Proposition 3.1 check and the grid
+searches (figures with their tables). A figure that is missing gives a "not yet run" note on its own line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .book_md import OBJECTIVE_LABELS, _figure, _note, _num, _read_csv, _sort
+from .book_tables import constant_columns, merge_columns
+from .markdown import frame_to_markdown
+
+#: figures of chapter 4: file → caption
+PAPER_FIGURES = {
+    "figure1.png": "Figure 1: counterfactuals of a conventionally trained model and of CT, without and with a "
+                   "mutability constraint (the paper's proof-of-concept figure).",
+    "mnist_counterfactuals.png": "MNIST: a factual 0 and ECCo counterfactuals in target classes 1 to 4, BL (top) "
+                                 "and CT (bottom).",
+    "mnist_attribution.png": "MNIST: integrated gradients averaged over test images of classes 5 to 9, BL (top) and "
+                             "CT (bottom); the protected pixel rows should be blue (insensitive) for CT.",
+}
+
+
+def render_robustness(report: Path | None) -> str:
+    if report is None or not (report / "robustness.png").exists():
+        if _read_csv(report, "robustness.csv") is not None:
+            return "The robustness table exists but its figure is missing; see `robustness.csv`.\n"
+        return _note("robustness.png", "stage `robustness`: FGSM and PGD accuracy over ε")
+    out = _figure("robustness.png", "Test accuracy under FGSM and PGD attacks over the perturbation size ε "
+                  "(paper: Fig. 3 in the preprint, Fig. 5 in the final version).", "fig-robustness")
+    df = _read_csv(report, "robustness.csv")
+    if df is not None and {"attack", "eps", "accuracy", "dataset"} <= set(df.columns):
+        df = _sort(df)
+        df["model"] = df["objective"].map(lambda o: OBJECTIVE_LABELS.get(o, o)) if "objective" in df.columns \
+            else df.get("model", "")
+        summ = df.groupby(["dataset", "attack", "model"], sort=False)["accuracy"].agg(
+            clean=lambda a: a.iloc[0], mean_over_eps="mean", at_max_eps=lambda a: a.iloc[-1]).reset_index()
+        out += ("\nAccuracy per dataset, attack and model: clean (ε = 0), mean over the ε grid and at the largest "
+                "ε.\n\n" + frame_to_markdown(summ, digits=3))
+    return out
+
+
+def render_paper_figures(report: Path | None) -> str:
+    parts = []
+    for fname, caption in PAPER_FIGURES.items():
+        stem = Path(fname).stem
+        if report is not None and (report / fname).exists():
+            parts.append(_figure(fname, caption, f"fig-{stem.replace('_', '-')}"))
+        else:
+            # the note's fence must open a line of its own, else MyST shows it as text
+            parts.append(f"**{caption.split(':')[0]}.**\n\n" + _note(fname))
+    return "\n".join(parts)
+
+
+def _prop31_compact(df: pd.DataFrame) -> pd.DataFrame:
+    """The Prop 3.1 summary in 7 columns: the share with its interval, and u / p / bl triples in one cell each."""
+    def triple(u: object, p: object, bl: object) -> str:
+        return " / ".join(_num(v, 3) for v in (u, p, bl))
+
+    def share(s: object, lo: object, hi: object) -> str:
+        return f"{_num(s, 2)} [{_num(lo, 2)},\u00a0{_num(hi, 2)}]"
+
+    df = merge_columns(df, "lowered / runs", ["lowered", "runs"], lambda lo, n: f"{_num(lo, 0)} / {_num(n, 0)}")
+    df = merge_columns(df, "share lowered [95%]", ["share", "ci_low", "ci_high"], share)
+    df = merge_columns(df, "median RS u / p / bl", ["median_rs_u", "median_rs_p", "median_rs_bl"], triple)
+    df = merge_columns(df, "accuracy u / p / bl", ["acc_u", "acc_p", "acc_bl"], triple)
+    return df.drop(columns=[c for c in df.columns if c.startswith("median_abs_w_")])
+
+
+def render_prop31(report: Path | None) -> tuple[str, str]:
+    """The Proposition 3.1 check (``prop31/`` of the report): results (summary + figures) and the violations."""
+    pdir = report / "prop31" if report is not None else None
+    if pdir is None or not (pdir / "prop31_summary.csv").exists():
+        note = _note("prop31/prop31_summary.csv", "stage `prop31`: `ctbench prop31`")
+        return note, note
+    summary = _prop31_compact(pd.read_csv(pdir / "prop31_summary.csv"))
+    parts = ["Share of paired runs in which protection lowered the relative sensitivity (Wilson 95% interval): "
+             "overall (`by = all`), by sample size, mean gap and standard deviations, at training checkpoints "
+             "(`by = iteration`) and for the training variants (`by = variant`). Medians of the relative "
+             "sensitivity and test accuracy for unprotected CT / protected CT / baseline; the weights' medians "
+             "are in `prop31/prop31_summary.csv`.\n\n" + frame_to_markdown(summary, digits=3)]
+    for stem, caption in (("prop31_paths", "Coefficient paths (thin: seeds, bold: median) without and with "
+                           "protection, and the relative sensitivity |w_imm| / |w_mut|."),
+                          ("prop31_sensitivity", "Relative sensitivity with against without protection, one point "
+                           "per run (below the diagonal: protection lowered it), and the per-run log ratio for "
+                           "each violation of the assumptions.")):
+        if (pdir / f"{stem}.png").exists():
+            parts.append(_figure(f"prop31/{stem}.png", caption, name=f"fig-{stem.replace('_', '-')}"))
+    violations = pdir / "prop31_violations.csv"
+    viol = (frame_to_markdown(_prop31_compact(pd.read_csv(violations)), digits=3) if violations.exists()
+            else _note("prop31/prop31_violations.csv", "stage `prop31`"))
+    return "\n\n".join(parts), viol
+
+
+def render_prop31_findings(report: Path | None) -> str:
+    """The Prop 3.1 page's prose, every number from the run's own summary (:mod:`.prop31_text`)."""
+    from .prop31_text import render_findings, render_violations
+
+    summary = report / "prop31" / "prop31_summary.csv" if report is not None else None
+    if summary is None or not summary.exists():
+        return _note("prop31/prop31_summary.csv", "stage `prop31`")
+    text = render_findings(summary)
+    violations = summary.parent / "prop31_violations.csv"
+    return text + ("\n" + render_violations(violations) if violations.exists() else "")
+
+
+def render_grids(report: Path | None) -> str:
+    gdir = report / "grids" if report is not None else None
+    if gdir is None or not gdir.is_dir():
+        return _note("grids/", "stages `grids` and `tune`: appendix Notes 3, 5, 7, 9 and 11")
+    parts = []
+    tables = sorted(p for p in gdir.rglob("*.csv"))
+    figures = sorted(p for p in gdir.rglob("*.png"))
+    if not tables and not figures:
+        return _note("grids/*.png", "the grids folder is empty")
+    for p in figures:
+        rel = p.relative_to(report).as_posix()
+        title = p.stem.replace("_", " ")
+        parts.append(f"## {title}\n\n" + _figure(rel, f"Grid search: {title} (`{rel}`)."))
+    for p in tables:
+        rel = p.relative_to(report).as_posix()
+        df = pd.read_csv(p)
+        shown, const = constant_columns(df.head(60))
+        more = f"\n\n*First 60 of {len(df)} rows; the full table is `{rel}`.*" if len(df) > 60 else ""
+        parts.append(f"## `{rel}`\n\n" + (const + "\n\n" if const else "") + frame_to_markdown(shown, digits=3)
+                     + more)
+    return "\n\n".join(parts)
+
