@@ -51,7 +51,8 @@ SWITCHES: dict[str, SwitchSpec] = {s.name: s for s in (
     SwitchSpec("mmd_length_scale", "fidelity", 5.0, 0.5, "none", "single",
                ("lin_sep", "circles", "moons", "over"), "§11.15", "Gaussian-kernel length-scale of the IP* MMD"),
     SwitchSpec("adversarial_label", "fidelity", "true", "predicted", "ct", "single",
-               ("lin_sep", "circles", "moons", "over"), "§11.4",
+               ("lin_sep", "circles", "moons", "over", "adult", "california_housing", "credit_default", "gmsc"),
+               "§11.4",
                "label of the adversarial (nascent) example; paper = final code = true, alternative = the 2025 "
                "preprints' predicted label"),
     SwitchSpec("synthetic_mutability_zero_reg_adv", "fidelity", False, True, "ct", "mutability",
