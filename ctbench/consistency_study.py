@@ -125,7 +125,7 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({"part": "black2022", "dataset": d, "seed": int(block.get("seed", 0)), "settings": settings})
     ct = block.get("ct") or {}
     if ct.get("enabled", False):
-        for d in ct.get("datasets") or []:
+        for d in [d for d in (ct.get("datasets") or []) if d in config.get("datasets", [])]:  # `datasets:` limits
             settings = {**common, **{k: ct[k] for k in ("methods", "n_models", "n_factuals", "epochs") if k in ct}}
             settings["data_params"] = (config.get("data_params") or {}).get(d, {})
             for seed in ct.get("seeds") or [0]:

@@ -56,7 +56,9 @@ def check_train_config(config: dict[str, Any] | None, *, device: bool = True) ->
     name = cfg["data"]["name"]
     known = {n: info for n, info in available().items()}
     if not isinstance(name, str) or not any(name == n or name in i["aliases"] for n, i in known.items()):
-        raise ConfigError(f"data.name: unknown dataset {name!r}; choose one of {sorted(known)}")
+        from .data.plugins import HOW_TO
+
+        raise ConfigError(f"data.name: unknown dataset {name!r}; choose one of {sorted(known)}; {HOW_TO}")
     _named("objective", Objective, **cfg["objective"])
     _named("generator", check_generator_spec, cfg["generator"])
     if isinstance(cfg["model"], dict):

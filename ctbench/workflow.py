@@ -41,6 +41,12 @@ class Workflow:
 
     config: dict[str, Any]
 
+    def __post_init__(self) -> None:
+        # the config's `plugins:` (user datasets) are imported here and exported to every job's `ctbench` process
+        from .data.plugins import export_plugins
+
+        export_plugins(self.config.get("plugins"))
+
     @property
     def results(self) -> str:
         return str(self.config["results"]).rstrip("/")
@@ -116,7 +122,7 @@ class Workflow:
     def grid_datasets(self, grid: str) -> list[str]:
         block = self._grid_block(grid)
         chosen = block.get("datasets") or self.datasets
-        return [d for d in chosen if d in self.datasets] if grid in ("tune", "tune_lr") else list(chosen)
+        return [d for d in chosen if d in self.datasets]  # `datasets:` limits every stage
 
     def grid_overrides(self, grid: str) -> dict[str, Any]:
         return dict((self._grid_block(grid).get("overrides") or {}).get(grid, {}))
@@ -202,9 +208,8 @@ class Workflow:
         if not study.get("enabled", False):
             return []
         switches = study.get("switches")
-        # a pair runs when its dataset is part of this profile, or is synthetic (generated, needs no files)
-        return [(sw, ds) for sw, ds in default_plan() if (switches is None or sw in switches)
-                and (ds in self.datasets or family(ds) == "synthetic")]
+        # a pair runs when its dataset is part of this profile (`datasets:` limits every stage)
+        return [(sw, ds) for sw, ds in default_plan() if (switches is None or sw in switches) and ds in self.datasets]
 
     def fidelity_seeds(self) -> list[int]:
         """Training seeds of the fidelity study: ``fidelity_study.seeds``, or null = the profile's seeds, so each

@@ -98,6 +98,7 @@ def _checked(where: str, fn, *args, **kw):
 def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None:
     """All checks of the module docstring for a :class:`ctbench.workflow.Workflow`; raises :class:`ConfigError`."""
     from .data import available
+    from .data.plugins import HOW_TO
     from .evaluation.protocol import EvalProtocol
     from .fidelity import resolve_fidelity
     from .grids import baseline_config, grid_points, grid_protocol, point_config
@@ -116,7 +117,7 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
     grid_only = [d for g in workflow.grid_names() for d in workflow.grid_datasets(g) if d not in workflow.datasets]
     for ds in dict.fromkeys([*workflow.datasets, *grid_only]):
         if ds not in names:
-            raise ConfigError(f"datasets: unknown dataset {ds!r}; known: {sorted(available())}")
+            raise ConfigError(f"datasets: unknown dataset {ds!r}; known: {sorted(available())}; {HOW_TO}")
         try:
             check_data(ds, (c.get("data_params") or {}).get(ds), fid)
         except BadFileError as err:

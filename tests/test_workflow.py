@@ -32,7 +32,7 @@ def test_shipped_configs_are_valid(name):
 
 @pytest.mark.parametrize("change,needle", [
     ({"fidelity": "preprint"}, "preprint"),
-    ({"datasets": ["lin_sep", "iris"]}, "iris"),
+    ({"datasets": ["lin_sep", "Iris Data"]}, "Iris Data"),
     ({"experiments": ["single", "extra"]}, "extra"),
     ({"evaluation": {"n_run": 3}}, "n_run"),
     ({"grids": {"names": ["everything"]}}, "everything"),
@@ -193,3 +193,12 @@ def test_snakemake_report_shows_the_results(tmp_path):
     for needle in ("1. Claims", "2. Paper tables", "3. Figures", "Table 1: percent reduction", "The claims ledger"):
         assert needle in html, needle
 
+
+
+def test_unknown_dataset_is_refused_at_start_up_with_how_to_register_one():
+    """The schema accepts any dataset name (user datasets need no schema edit); the registry refuses unknown ones."""
+    from ctbench.errors import ConfigError
+
+    _validate({**CONFIGS["smoke"], "datasets": ["lin_sep", "iris"]})
+    with pytest.raises(ConfigError, match=r"unknown dataset 'iris'.*known: .*lin_sep.*plugins:"):
+        Workflow({**CONFIGS["smoke"], "datasets": ["lin_sep", "iris"]}).check()

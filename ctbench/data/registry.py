@@ -1,4 +1,5 @@
-"""Dataset registry: adding a dataset is one ``@register`` loader plus its config block."""
+"""Dataset registry: adding a dataset is one ``@register`` loader (in any module, see :mod:`ctbench.data.plugins`)
+plus its name in the config."""
 
 from __future__ import annotations
 
@@ -26,11 +27,18 @@ def register(name: str, *, family: str, description: str = "", aliases: tuple[st
 
 
 def available() -> dict[str, dict[str, Any]]:
+    from .plugins import load_plugins
+
+    load_plugins()
     return dict(_INFO)
 
 
 def load_dataset(name: str, **params: Any) -> Dataset:
     """Load a registered dataset; ``params`` go to its loader (e.g. ``fidelity``, ``seed``, sizes)."""
+    from .plugins import HOW_TO, load_plugins
+
     if name not in _LOADERS:
-        raise ValueError(f"dataset: unknown name {name!r}; registered: {sorted(_LOADERS)}")
+        load_plugins()
+    if name not in _LOADERS:
+        raise ValueError(f"dataset: unknown name {name!r}; registered: {sorted(_LOADERS)}; {HOW_TO}")
     return _LOADERS[name](**params)
