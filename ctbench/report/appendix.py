@@ -90,7 +90,7 @@ def _domain(side: dict[str, Any]) -> str:
     a = np.asarray(dom, dtype=float)
     if a.ndim == 2 and a.shape[0] == 2 and np.ptp(a[0]) == 0 and np.ptp(a[1]) == 0:
         return f"({a[0, 0]:g}, {a[1, 0]:g})"
-    return "per feature (inferred from the data)"
+    return "inferred per feature"
 
 
 def _model_row(side: dict[str, Any]) -> dict[str, Any]:

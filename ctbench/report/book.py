@@ -37,10 +37,11 @@ OBJECTIVE_LABELS = {"full": "CT", "vanilla": "BL", "energy": "CD", "adversarial"
 PAPER_FIGURES = {
     "figure1.png": "Figure 1: counterfactuals of a conventionally trained model and of CT, without and with a "
                    "mutability constraint (the paper's proof-of-concept figure).",
-    "mnist_counterfactuals.png": "MNIST: a factual 0 and ECCo counterfactuals in target classes 1 to 4, BL (top) "
-                                 "and CT (bottom).",
-    "mnist_attribution.png": "MNIST: integrated gradients averaged over test images of classes 5 to 9, BL (top) and "
-                             "CT (bottom); the protected pixel rows should be blue (insensitive) for CT.",
+    "mnist_counterfactuals.png": "Figure 2 of the paper (columns 1–5), MNIST: a factual 0 and ECCo counterfactuals "
+                                 "in target classes 1 to 4, BL (top) and CT (bottom).",
+    "mnist_attribution.png": "Figure 2 of the paper (columns 6–10), MNIST: integrated gradients averaged over test "
+                             "images of classes 5 to 9, BL (top) and CT (bottom); the protected pixel rows should be "
+                             "blue (insensitive) for CT.",
 }
 
 
@@ -328,6 +329,8 @@ def render_prop31_findings(report: Path | None) -> str:
 
 
 def render_grids(report: Path | None) -> str:
+    from .appendix_book import grid_caption
+
     gdir = report / "grids" if report is not None else None
     if gdir is None or not gdir.is_dir():
         return _note("grids/", "stages `grids` and `tune`: appendix Notes 3, 5, 7, 9 and 11")
@@ -339,7 +342,9 @@ def render_grids(report: Path | None) -> str:
     for p in figures:
         rel = p.relative_to(report).as_posix()
         title = p.stem.replace("_", " ")
-        parts.append(f"## {title}\n\n" + _figure(rel, f"Grid search: {title} (`{rel}`)."))
+        paper = grid_caption(p.stem)  # the paper's figure numbers (appendix_book)
+        caption = f"Grid search: {title} (`{rel}`)" + (f"; {paper}" if paper else "") + "."
+        parts.append(f"## {title}\n\n" + _figure(rel, caption))
     for p in tables:
         rel = p.relative_to(report).as_posix()
         df = pd.read_csv(p)
@@ -601,6 +606,9 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
     from .consistency_book import pages as consistency_pages
 
     pages.update(consistency_pages(src))
+    from .appendix_book import pages as appendix_pages  # appendix Tables 2, 4-6, Figures 4-5, 30-65
+
+    pages.update(appendix_pages(src))
     out = {}
     for name, text in pages.items():
         p = gen / f"{name}.md"
