@@ -113,7 +113,8 @@ def _tuning_frames():
             for reg in (0.1, 0.5):
                 pid = f"tau{tau:g}_reg{reg:g}"
                 for lam in (0.1, 1.0, 5.0):
-                    rows.append({"grid": "tune", "dataset": ds, "seed": 0, "point": pid, "tau": tau, "lambda_reg": reg,
+                    rows.append({"grid": "tune", "dataset": ds, "seed": 0, "point": pid, "baseline_key": "bl",
+                                 "tau": tau, "lambda_reg": reg,
                                  "lambda_energy_eval": lam, "ip_change_pct": rng.normal(-10 * tau, 3),
                                  "cost_change_pct": 0.0, "share_mature_last": reg, "acc_test_ct": 0.9,
                                  "acc_test_bl": 0.91, "error": np.nan})
@@ -195,9 +196,12 @@ def test_grid_figure_shape_and_labels():
 def test_pick_factuals_needs_agreement():
     y = np.array([0, 0, 1, 1, 2])
     preds = {"BL": np.array([1, 0, 1, 1, 2]), "CT": np.array([0, 0, 0, 1, 2])}
-    assert pick_factuals(np.zeros((5, 1)), y, preds, 3).tolist() == [1, 3, 4]
-    with pytest.raises(ValueError, match="class 2"):
-        pick_factuals(np.zeros((5, 1)), y, {"BL": np.array([0, 0, 1, 1, 1])}, 3)
+    idx, agreed = pick_factuals(np.zeros((5, 1)), y, preds, 3)
+    assert idx.tolist() == [1, 3, 4] and agreed.all()
+    idx, agreed = pick_factuals(np.zeros((5, 1)), y, {"BL": np.array([0, 0, 1, 1, 1])}, 3)
+    assert idx[2] == 4 and agreed.tolist() == [True, True, False]  # no agreeing image of class 2: any image of it
+    with pytest.raises(ValueError, match="no image of class 3"):
+        pick_factuals(np.zeros((5, 1)), y, preds, 4)
 
 
 def test_grid_captions_and_workflow_feeds_tuning_to_the_report():
@@ -211,3 +215,24 @@ def test_grid_captions_and_workflow_feeds_tuning_to_the_report():
     w = Workflow(cfg)
     outs = w.grid_outputs()
     assert set(w.tune_chunks("lin_sep")) <= set(outs) and any("/grids/gen_params/" in o for o in outs)
+
+
+def test_cli_appendix_updates_an_existing_report(tmp_path, capsys):
+    from ctbench.cli import build_parser
+
+    summary, eps = _tuning_frames()
+    chunk = tmp_path / "tune.csv"
+    summary.to_csv(chunk, index=False)
+    eps.to_csv(tmp_path / "tune.epochs.csv", index=False)
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "index.json").write_text(json.dumps({"written": {"table1": {"csv": "table1.csv"}}, "provenance": {}}))
+    args = build_parser().parse_args(["appendix", "--grids", str(chunk), "--out", str(report)])
+    assert args.func(args) == 0
+    written = json.loads((report / "index.json").read_text())["written"]
+    assert {"table1", "grid_performance", "tuning"} <= set(written) and (report / "tuning" / "tune_ip.png").exists()
+    from ctbench.errors import BadFileError
+
+    with pytest.raises(BadFileError, match="not found"):
+        args = build_parser().parse_args(["appendix", "--grids", str(tmp_path / "nope.csv"), "--out", str(report)])
+        args.func(args)
