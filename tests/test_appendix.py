@@ -167,6 +167,13 @@ def test_write_appendix_routes_tuning_chunks(tmp_path):
     written = write_appendix(tmp_path / "report", grids=[search, tune])
     assert sorted(written["tuning"]) == sorted(["tuning/tune_ip.png", "tuning/tune_ip.pdf", "tuning/tune_mature.png",
                                                 "tuning/tune_mature.pdf", "tuning/tuning_points.csv"])
+    nan_ip = summary.assign(ip_change_pct=np.nan)  # a smoke-sized run without a valid CE: the mature figure only
+    nan_ip.to_csv(tmp_path / "grids" / "nan.csv", index=False)
+    eps.to_csv(tmp_path / "grids" / "nan.epochs.csv", index=False)
+    only = write_appendix(tmp_path / "nan_report", grids=[tmp_path / "grids" / "nan.csv"])["tuning"]
+    assert "tuning/tune_mature.png" in only and "tuning/tune_ip.png" not in only
+    page = appendix_book.pages(tmp_path / "nan_report")["appendix_tuning"]
+    assert "Figures 39–47 of the paper" in page and "lowest median IP change" not in page
     perf = pd.read_csv(tmp_path / "report" / "grid_performance.csv")
     assert set(perf["grid"]) == {"gen_params", "tune"} and (tmp_path / "report" / "grid_performance.md").exists()
     pages = appendix_book.pages(tmp_path / "report")

@@ -169,7 +169,8 @@ def render_tuning(report: Path | None) -> str:
             parts.append(_figure(rel, f"Figures {lo}–{hi} of the paper, one panel per dataset (panel titles give "
                                       f"the paper's number): {what[kind]}.{note}", f"fig-{grid}-{kind}"))
     pts = _read(report, "tuning/tuning_points.csv")
-    if pts is not None:
+    pts = None if pts is None else pts[pts["ip_change_median"].notna()]
+    if pts is not None and len(pts):
         best = pts.loc[pts.groupby(["grid", "dataset"], sort=False)["ip_change_median"].idxmin()]
         rows = [[str(r["grid"]), FULL_NAMES.get(r["dataset"], r["dataset"]), str(r["point"]),
                  _f(r["ip_change_median"]), _f(r["share_mature_last"]), _f(r["acc_test_ct"], 3),

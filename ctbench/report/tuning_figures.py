@@ -217,7 +217,9 @@ def write_tuning_figures(chunk_csvs: Iterable[str | Path], out_dir: str | Path) 
     out = Path(out_dir)
     written: list[Path] = []
     for grid in [g for g in TUNING_GRIDS if (summary["grid"] == g).any()]:
-        written += save_figure(tuning_ip_figure(summary, grid), out / f"{grid}_ip")
+        ip = pd.to_numeric(_ok(summary[summary["grid"] == grid]).get("ip_change_pct"), errors="coerce")
+        if ip is not None and np.isfinite(ip).any():  # a tiny run may have no valid CE at all: no IP figure
+            written += save_figure(tuning_ip_figure(summary, grid), out / f"{grid}_ip")
         if len(epochs) and (epochs["grid"] == grid).any():
             written += save_figure(tuning_mature_figure(epochs, summary, grid), out / f"{grid}_mature")
     pts = tuning_points(summary)
