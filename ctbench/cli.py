@@ -389,10 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=_cmd_attribution)
 
     from . import consistency_study, fidelity_study, grids
-    from .report import figures
+    from .report import appendix, figures
 
     grids.add_cli(sub)
     figures.add_cli(sub)
+    appendix.add_cli(sub)
     fidelity_study.add_cli(sub)
     consistency_study.add_cli(sub)
 

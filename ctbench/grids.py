@@ -371,7 +371,8 @@ SUMMARY_COLUMNS = [
     "lambda_energy_eval", "n_ct", "n_bl", "validity_ct", "validity_bl",
     "ip_ct", "ip_bl", "ip_change_pct", "ip_change_runs_pct",
     "cost_ct", "cost_bl", "cost_change_pct", "cost_change_runs_pct",
-    "acc_test_ct", "acc_test_bl", "train_seconds", "eval_seconds", "share_mature_last", "mean_steps_last",
+    "acc_test_ct", "acc_test_bl", "f1_test_ct", "f1_test_bl", "train_seconds", "eval_seconds", "share_mature_last",
+    "mean_steps_last",
     "error",
 ]
 EPOCH_COLUMNS = ["grid", "dataset", "seed", "point", "epoch", "share_mature", "mean_steps", "loss", "acc_train",
@@ -424,6 +425,7 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
     from .api import FailedTraining, load_model, train_population_from_configs
     from .data import load_dataset
     from .evaluation.protocol import evaluate_counterfactuals
+    from .evaluation.robustness import macro_f1
     from .fidelity import resolve_fidelity
     from .io import atomic_write_json, atomic_write_text, provenance
 
@@ -460,6 +462,7 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
     trained = train_population_from_configs(configs, data=data, progress=progress)
     eval_kw = dict(n_classes=data.n_classes, categorical_groups=data.categorical_groups, dataset=dataset)
     ev_bl = evaluate_counterfactuals({"BL": bl}, X_eval, y_eval, protocol, fid, **eval_kw)
+    f1_bl = macro_f1(bl.model, data.X_test, data.y_test, n_classes=data.n_classes)  # appendix Tables 4-6
     iterator: Iterable = pts
     if progress:
         from tqdm.auto import tqdm
@@ -499,6 +502,7 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
             "batch_size": c["training"]["batch_size"], "step_size": point["settings"].get("step_size"),
             "step_size_effective": _effective_step(c, fid),
             "acc_test_ct": ct.meta.get("acc_test"), "acc_test_bl": bl.meta.get("acc_test"),
+            "f1_test_ct": macro_f1(ct.model, data.X_test, data.y_test, n_classes=data.n_classes), "f1_test_bl": f1_bl,
             "train_seconds": ct.meta.get("train_seconds"), "eval_seconds": eval_seconds,
             "share_mature_last": float(last.get("share_mature", np.nan)),
             "mean_steps_last": float(last.get("mean_steps", np.nan)),

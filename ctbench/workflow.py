@@ -166,7 +166,9 @@ class Workflow:
         return f"--eval {shlex.quote(json.dumps(ev, sort_keys=True))}" if ev else ""
 
     def grid_outputs(self, grids: list[str] | None = None) -> list[str]:
-        names = [g for g in self.grid_names() if g not in ("tune", "tune_lr")] if grids is None else grids
+        """Chunk CSVs of ``grids`` (default: every enabled grid, the tuning grids included: the report draws the
+        appendix's tuning figures and performance tables from them)."""
+        names = self.grid_names() if grids is None else grids
         return [self.grid_chunk_path(g, d, k, i, s) for g in names for d in self.grid_datasets(g)
                 for (k, i, _) in self.grid_chunks(g) for s in self.grid_seeds()]
 

@@ -98,3 +98,11 @@ def test_mnist_figures(tmp_path, monkeypatch):
     attr = res["attribution"]
     assert set(attr["class"]) == {5, 9} and (attr["n_images"] == 4).all()
     assert attr[["mean_protected", "mean_other"]].apply(lambda s: s.between(0, 1)).all().all()
+    # the appendix's 10x10 grids (Figures 4-5): every factual class towards every other class, same factuals
+    grid = pd.read_csv(out / "mnist_grid.csv")
+    assert (out / "mnist_grid_ct.png").stat().st_size > 0 and (out / "mnist_grid_bl.png").stat().st_size > 0
+    assert len(grid) == 2 * 90 and set(grid["model"]) == {"BL", "CT"}
+    assert set(zip(grid["factual"], grid["target"], strict=True)) == {(i, j) for i in range(10) for j in range(10)
+                                                                      if i != j}
+    assert grid.groupby("factual")["test_index"].nunique().eq(1).all()  # one factual per class, both models
+    assert (grid["steps"] == 40).all()  # the figure's max-iter convergence, all 180 searches in two batches

@@ -228,6 +228,11 @@ def test_run_chunk_means_match_an_independent_evaluation(chunk):
         assert row[f"validity_{tag}"] == pytest.approx(d.loc[d["model"] == name, "valid"].mean())
     assert row["acc_test_ct"] == pytest.approx(ct.meta["acc_test"])
     assert row["acc_test_bl"] == pytest.approx(bl.meta["acc_test"])
+    from ctbench.evaluation.robustness import macro_f1  # macro F1 on the test set (appendix Tables 4-6)
+
+    for tag, m in (("ct", ct), ("bl", bl)):
+        assert row[f"f1_test_{tag}"] == pytest.approx(macro_f1(m.model, data.X_test, data.y_test, n_classes=2))
+    assert 0.0 < row["f1_test_ct"] <= 1.0
 
 
 def test_run_chunk_epoch_log_and_sidecar(chunk):

@@ -15,10 +15,11 @@ from .markdown import frame_to_markdown
 PAPER_FIGURES = {
     "figure1.png": "Figure 1: counterfactuals of a conventionally trained model and of CT, without and with a "
                    "mutability constraint (the paper's proof-of-concept figure).",
-    "mnist_counterfactuals.png": "MNIST: a factual 0 and ECCo counterfactuals in target classes 1 to 4, BL (top) "
-                                 "and CT (bottom).",
-    "mnist_attribution.png": "MNIST: integrated gradients averaged over test images of classes 5 to 9, BL (top) and "
-                             "CT (bottom); the protected pixel rows should be blue (insensitive) for CT.",
+    "mnist_counterfactuals.png": "Figure 2 of the paper (columns 1–5), MNIST: a factual 0 and ECCo counterfactuals "
+                                 "in target classes 1 to 4, BL (top) and CT (bottom).",
+    "mnist_attribution.png": "Figure 2 of the paper (columns 6–10), MNIST: integrated gradients averaged over test "
+                             "images of classes 5 to 9, BL (top) and CT (bottom); the protected pixel rows should be "
+                             "blue (insensitive) for CT.",
 }
 
 
@@ -106,6 +107,8 @@ def render_prop31_findings(report: Path | None) -> str:
 
 
 def render_grids(report: Path | None) -> str:
+    from .appendix_book import grid_caption
+
     gdir = report / "grids" if report is not None else None
     if gdir is None or not gdir.is_dir():
         return _note("grids/", "stages `grids` and `tune`: appendix Notes 3, 5, 7, 9 and 11")
@@ -117,7 +120,9 @@ def render_grids(report: Path | None) -> str:
     for p in figures:
         rel = p.relative_to(report).as_posix()
         title = p.stem.replace("_", " ")
-        parts.append(f"## {title}\n\n" + _figure(rel, f"Grid search: {title} (`{rel}`)."))
+        paper = grid_caption(p.stem)  # the paper's figure numbers (appendix_book)
+        caption = f"Grid search: {title} (`{rel}`)" + (f"; {paper}" if paper else "") + "."
+        parts.append(f"## {title}\n\n" + _figure(rel, caption))
     for p in tables:
         rel = p.relative_to(report).as_posix()
         df = pd.read_csv(p)

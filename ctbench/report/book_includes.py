@@ -137,6 +137,9 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
     from .consistency_book import pages as consistency_pages
 
     pages.update(consistency_pages(src))
+    from .appendix_book import pages as appendix_pages  # appendix Tables 2, 4-6, Figures 4-5, 30-65
+
+    pages.update(appendix_pages(src))
     from .discrepancy_text import render_switch_findings, render_table1_findings
     from .tables import PUBLISHED_DIR
 

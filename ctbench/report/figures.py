@@ -257,8 +257,10 @@ def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, out_dir:
                   n_factuals: int = 3, factual_class: int = 0, targets: Sequence[int] = (1, 2, 3, 4),
                   lambda_energy: float = 1.0, lambda_cost: float = 0.001, max_iter: int = 1000,
                   use_constraints: bool = True, classes: Sequence[int] = (5, 6, 7, 8, 9),
-                  attribution_samples: int | None = None, steps: int = 50, data=None) -> dict[str, Any]:
-    """The MNIST counterfactual grid and class-conditional attribution maps of a CT and a BL model.
+                  attribution_samples: int | None = None, steps: int = 50, data=None, grid10: bool = True,
+                  grid10_lambda_energy: float = 25.0) -> dict[str, Any]:
+    """The MNIST counterfactual grid and class-conditional attribution maps of a CT and a BL model; with ``grid10``
+    also the appendix's 10×10 grids (Figures 4–5, :mod:`.mnist_grid`, ECCo λ_egy ``grid10_lambda_energy``).
 
     ``data``: the dataset (default: rebuilt from the CT model's metadata, as ``ctbench evaluate`` does);
     ``attribution_samples``: at most this many test images per class for the maps (default: all, as the paper).
@@ -341,6 +343,12 @@ def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, out_dir:
                      "BL (top), CT (bottom)", fontsize="medium")
         paths = save_figure(fig, out / "mnist_counterfactuals")
         paths.append(atomic_write_text(out / "mnist_counterfactuals.csv", cf_table.to_csv(index=False)))
+        if grid10:  # appendix Figures 4-5: every factual class × every target, one batched search per model
+            from .mnist_grid import write_mnist_grids
+
+            paths += write_mnist_grids(models, X, y, out, seed=seed, lambda_energy=grid10_lambda_energy,
+                                       lambda_cost=lambda_cost, max_iter=max_iter, use_constraints=use_constraints,
+                                       protected=protected)["paths"]
 
         # ---- class-conditional integrated gradients
         classes = [int(c) for c in classes]
@@ -390,6 +398,7 @@ def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, out_dir:
             "factual_class": factual_class, "factual_test_indices": idx.tolist(), "targets": targets,
             "generator": gen_spec, "convergence": conv, "use_constraints": use_constraints, "classes": classes,
             "attribution_samples": attribution_samples, "ig_steps": steps,
+            "grid10": {"lambda_energy": grid10_lambda_energy} if grid10 else None,
             "model_meta": {n: {"objective": m.meta.get("objective_effective"), "acc_test": m.meta.get("acc_test"),
                                "fidelity": m.fidelity.mode} for n, m in models.items()},
             "seconds": time.perf_counter() - t0, "provenance": provenance()}
@@ -409,7 +418,8 @@ def _cmd_mnist_figures(args) -> int:
     res = mnist_figures(args.ct, args.bl, args.out, seed=args.seed, n_factuals=args.n_factuals,
                         targets=args.targets, max_iter=args.max_iter, classes=args.classes,
                         attribution_samples=args.attribution_samples, steps=args.steps,
-                        use_constraints=not args.unconstrained)
+                        use_constraints=not args.unconstrained, grid10=not args.no_grid10,
+                        grid10_lambda_energy=args.grid10_lambda_energy)
     valid = res["counterfactuals"].groupby("model")["valid"].mean().round(3).to_dict()
     print(f"wrote {', '.join(str(p) for p in res['paths'])}; validity {valid}")
     return 0
@@ -437,4 +447,8 @@ def add_cli(subparsers) -> None:
                    help="at most N test images per class for the maps (default: all)")
     m.add_argument("--steps", type=int, default=50, help="integrated-gradients path steps")
     m.add_argument("--unconstrained", action="store_true", help="search without the models' mutability constraints")
+    m.add_argument("--no-grid10", dest="no_grid10", action="store_true",
+                   help="skip the appendix's 10x10 grids (mnist_grid_ct/bl.png, paper Figures 4-5)")
+    m.add_argument("--grid10-lambda-energy", dest="grid10_lambda_energy", type=float, default=25.0,
+                   help="ECCo energy penalty of the 10x10 grids (the authors': 25)")
     m.set_defaults(func=_cmd_mnist_figures)

@@ -17,6 +17,8 @@ rule mnist_figures:
         bl=W.model_path("mutability", "mnist", "vanilla", W.seeds[0]),
     output:
         f"{RES}/report/mnist_counterfactuals.png",
+        f"{RES}/report/mnist_grid_ct.png",  # the appendix's 10x10 grids (paper Figures 4-5)
+        f"{RES}/report/mnist_grid_bl.png",
     log:
         f"{RES}/logs/mnist_figures.log",
     shell:
