@@ -327,6 +327,12 @@ def render_prop31_findings(report: Path | None) -> str:
     return text + ("\n" + render_violations(violations) if violations.exists() else "")
 
 
+def render_prop31_settings(report: Path | None) -> str:
+    from .prop31_text import render_settings_section  # both arms per setting, with the negative controls
+
+    return render_settings_section(report)
+
+
 def render_grids(report: Path | None) -> str:
     gdir = report / "grids" if report is not None else None
     if gdir is None or not gdir.is_dir():
@@ -592,6 +598,7 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
         "prop31_results": render_prop31(src)[0],
         "prop31_violations": render_prop31(src)[1],
         "prop31_findings": render_prop31_findings(src),
+        "prop31_settings": render_prop31_settings(src),
         "provenance": render_provenance(src),
         "benchmarks": render_benchmarks(src),
         "report_index": render_index(src),

@@ -78,7 +78,8 @@ def settings_table(grid_runs: pd.DataFrame, violation_runs: pd.DataFrame, traine
         first = runs.iloc[0]
         rows.append({"case": f"trainer:{name}", "arm": "trainer", "setting": name, "K": int(first["K"]),
                      "D": int(first["D"]), "n": str(int(first["n"])), "proviso": bool(first["proviso"]),
-                     "role": first["role"], "failed": int(runs["failed"].sum()), **setting_row(ok)})
+                     "role": first["role"], "epochs": int(first["epochs"]), "lr": float(first["lr"]),
+                     "failed": int(runs["failed"].sum()), **setting_row(ok)})
     out = pd.DataFrame(rows)
     out.insert(out.columns.get_loc("holds_vs_u") + 1, "conclusion_fails",
                [(not h) if r == "negative_control" else None for h, r in zip(out["holds_vs_u"], out["role"],

@@ -126,7 +126,7 @@ def run_trainer_arm(settings: Iterable[GeneralSetting], seeds: Sequence[int],
             for j, a in enumerate(arms):
                 theta[a] = res[j * len(datas):(j + 1) * len(datas)]
         for i, (s, seed, Xi, yi) in enumerate(datas):
-            row = {**s.row(), "seed": seed, "failed": False}
+            row = {**s.row(), "seed": seed, "epochs": cfg.epochs, "lr": cfg.lr, "failed": False}
             for a in ("u", "p", "bl"):
                 r = theta[a][i]
                 if not r.ok:
