@@ -143,7 +143,8 @@ def _table(s: pd.DataFrame) -> str:
     cols = ["case", "role", "K", "D", "runs", "share_vs_u", "ci_low_vs_u", "holds_vs_u", "conclusion_fails",
             "share_vs_bl", "ci_low_vs_bl", "holds_vs_bl", "median_rs_u", "median_rs_p", "median_rs_bl",
             "median_sens_imm_p", "median_sens_imm_bl", "median_sens_rest_p", "median_sens_rest_bl", "mature_p"]
-    return frame_to_markdown(s[[c for c in cols if c in s.columns]].fillna(""), digits=3)
+    t = s[[c for c in cols if c in s.columns]].astype(object)
+    return frame_to_markdown(t.where(t.notna(), ""), digits=3)
 
 
 def render_settings(settings_csv: str | Path) -> str:
