@@ -40,7 +40,7 @@ def _candidates(*csvs) -> set[str]:
     values += [float(v) for cfg in (P.TrainConfig(), P.TrainerArmConfig()) for v in asdict(cfg).values()
                if isinstance(v, int | float)] + [P.HOLDS_ABOVE]
     for v in values:
-        out |= {f"{v:.0f}", f"{v:.1f}", f"{v:.2f}", f"{v:.3f}", f"{v:g}", f"{100 * v:.0f}%"}
+        out |= {f"{v:.0f}", f"{v:.1f}", f"{v:.2f}", f"{v:.3f}", f"{v:g}", f"{100 * v:.0f}%", f"{100 * v:.1f}%"}
     return out
 
 
@@ -96,12 +96,14 @@ def _settings(tmp_path, control_fails: bool, bl_holds: bool):
 
 def test_judgements_follow_the_numbers(tmp_path):
     good = render_settings(_settings(tmp_path, control_fails=True, bl_holds=True))
-    assert "The conclusion fails on 1 of 1" in good and "depends on the proviso" in good
+    assert "The conclusion fails on 1 of 1" in good
+    assert "in the trainer arm every negative control fails, so there the conclusion depends on the proviso" in good
     assert "reach τ is 10% on the failing controls against 90% on the checks" in good
     assert "than the baseline on 2 of 2 checks" in good and "that holds only on" not in good
     bad = render_settings(_settings(tmp_path, control_fails=False, bl_holds=False))
     assert "The conclusion fails on 0 of 1" in bad and "`trainer:nc_x` 75% (70%–100%), still holds" in bad
-    assert "cannot tell the proposition from" in bad and "does not establish that the proviso" in bad
+    assert "cannot tell the proposition from" in bad
+    assert "in the trainer arm a negative control still shows it, so there the check does not establish" in bad
     assert "than the baseline on 0 of 2 checks (none)" in bad and "that holds only on none" in bad
 
 
@@ -130,6 +132,12 @@ def test_closed_form_sentences_carry_the_summarys_numbers(tmp_path):
     assert "is 5.90 and its relative sensitivity 0.34." in text
     assert "in 1500 of 1620 paired runs" in render_findings(_summary(tmp_path, lowered=1500))
     assert "CT grows the mutable coefficient, as the proof" in render_findings(_summary(tmp_path, mut_p=2.0))
+
+
+def test_percentages_never_round_a_share_to_certainty():
+    from ctbench.report.prop31_text import _pct
+
+    assert (_pct(0.998), _pct(0.003), _pct(1.0), _pct(0.0), _pct(0.62)) == ("99.8%", "0.3%", "100%", "0%", "62%")
 
 
 def test_violations_sentence(tmp_path):

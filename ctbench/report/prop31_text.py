@@ -27,7 +27,9 @@ def _row(df: pd.DataFrame, by: str, group: str) -> pd.Series | None:
 
 
 def _pct(v: float) -> str:
-    return f"{100 * float(v):.0f}%"
+    """Whole percent, one decimal where that would round a share strictly inside (0, 1) to 0% or 100%."""
+    v = float(v)
+    return f"{100 * v:.1f}%" if 0 < v < 1 and round(100 * v) in (0, 100) else f"{100 * v:.0f}%"
 
 
 def _ci(r: pd.Series, suffix: str = "") -> str:
@@ -195,15 +197,23 @@ def render_settings(settings_csv: str | Path) -> str:
                 f"{float(r['median_rs_bl']):.2f}" for _, r in checks.iterrows()) + ".")
     out.append(text)
     shows = checks["holds_vs_u"].astype(bool).all()
-    nc_fail = len(controls) and (controls["conclusion_fails"].astype(str).str.lower() == "true").all()
     bl_all = checks["holds_vs_bl"].astype(bool).all()
+    fails = controls["conclusion_fails"].astype(str).str.lower() == "true"
+    arm_names = controls["arm"].map({"closed_form": "closed-form"}).fillna(controls["arm"])
+    arms_fail = [a for a, g in fails.groupby(arm_names) if g.all()]
+    arms_hold = [a for a, g in fails.groupby(arm_names) if not g.all()]
     plain = ["**In plain words.** What this check shows: "
              + ("under the proposition's assumptions, on every setting tried in both arms, protecting the immutable "
                 "feature makes CT rely less on it, relative to the others, than CT without protection"
-                if shows else "the proposition's conclusion does not hold on every setting tried (see above)")
-             + ("; and the negative controls fail, so the conclusion depends on the proviso here."
-                if nc_fail else "; but not every negative control fails, so the check does not establish that the "
-                                "proviso is what the conclusion depends on.")]
+                if shows else "the proposition's conclusion does not hold on every setting tried (see above)")]
+    if arms_fail:
+        plain[-1] += (f"; in the {' and '.join(arms_fail)} arm{'s' if len(arms_fail) > 1 else ''} every negative "
+                      "control fails, so there the conclusion depends on the proviso")
+    if arms_hold:
+        plain[-1] += (f"; in the {' and '.join(arms_hold)} arm{'s' if len(arms_hold) > 1 else ''} a negative "
+                      "control still shows it, so there the check does not establish that the proviso is what the "
+                      "conclusion depends on")
+    plain[-1] += "."
     plain.append("What it does not show: "
                  + ("that protected CT relies less on the immutable feature than a conventionally trained model "
                     "(which lower recourse costs under mutability constraints would need): that holds only on "
