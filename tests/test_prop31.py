@@ -208,6 +208,10 @@ def test_protection_lowers_relative_sensitivity_when_the_assumptions_hold():
     assert (df["w_imm_u"].abs() > df["w_imm_p"].abs()).mean() >= 0.8
     assert df["w_imm_p"].abs().median() < 1.5 * df["w_imm_bl"].abs().median()
     assert math.isfinite(s["acc_p"]) and s["acc_p"] > 0.6
+    # the baseline reference point: counted per run, summarised with its own interval
+    assert (df["lowered_bl"] == (df["rs_p"] < df["rs_bl"])).all()
+    assert s["share_bl"] == pytest.approx(df["lowered_bl"].mean())
+    assert (s["ci_low_bl"], s["ci_high_bl"]) == pytest.approx(P.wilson_interval(int(df["lowered_bl"].sum()), 20))
 
 
 def test_violations_run_and_are_labelled():
@@ -226,9 +230,10 @@ def test_violations_run_and_are_labelled():
 
 
 def test_main_quick_writes_the_report_files(tmp_path):
-    files = P.main(tmp_path, quick=True, cfg=P.TrainConfig(n_iter=60, record_every=10), seeds=[0, 1])
+    files = P.main(tmp_path, quick=True, cfg=P.TrainConfig(n_iter=60, record_every=10), seeds=[0, 1],
+                   trainer_cfg=P.TrainerArmConfig(epochs=2))
     for name in ("prop31_summary.csv", "prop31_violations.csv", "prop31_paths.png", "prop31_sensitivity.png",
-                 "prop31_paths.pdf", "prop31_sensitivity.pdf"):
+                 "prop31_paths.pdf", "prop31_sensitivity.pdf", "prop31_settings.csv", "prop31_trainer_runs.csv"):
         assert (tmp_path / name).stat().st_size > 0, name
     assert files["summary"] == tmp_path / "prop31_summary.csv"
     s = pd.read_csv(tmp_path / "prop31_summary.csv")
@@ -238,4 +243,12 @@ def test_main_quick_writes_the_report_files(tmp_path):
     v = pd.read_csv(tmp_path / "prop31_violations.csv")
     assert list(v["kind"]) == list(P.VIOLATIONS)
     assert v.loc[v["kind"] == "clean", "broken_assumptions"].item() == "none"
+    st = pd.read_csv(tmp_path / "prop31_settings.csv")
+    assert st["case"].tolist()[:2] == ["closed_form:default_grid", "closed_form:mutable_not_discriminative"]
+    assert set(st["case"]) == {"closed_form:default_grid", "closed_form:mutable_not_discriminative",
+                               *(f"trainer:{s.name}" for s in P.default_settings(quick=True))}
+    assert (st.loc[st["arm"] == "trainer", "runs"] == 2).all()
+    assert st.loc[st["case"] == "closed_form:default_grid", "runs"].item() == s.loc[s["by"] == "all", "runs"].item()
+    assert set(st.loc[st["role"] == "negative_control", "conclusion_fails"].astype(str)) <= {"True", "False"}
+    assert {"share_vs_u", "ci_low_vs_u", "ci_high_vs_u", "share_vs_bl", "ci_low_vs_bl", "holds_vs_bl"} <= set(st)
     assert not list(tmp_path.glob(".*tmp"))

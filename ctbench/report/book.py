@@ -29,6 +29,7 @@ from .book_figures import (  # noqa: F401
     render_paper_figures,
     render_prop31,
     render_prop31_findings,
+    render_prop31_settings,
     render_robustness,
 )
 from .book_includes import render_includes  # noqa: F401

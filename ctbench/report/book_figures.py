@@ -106,6 +106,12 @@ def render_prop31_findings(report: Path | None) -> str:
     return text + ("\n" + render_violations(violations) if violations.exists() else "")
 
 
+def render_prop31_settings(report: Path | None) -> str:
+    from .prop31_text import render_settings_section  # both arms per setting, with the negative controls
+
+    return render_settings_section(report)
+
+
 def render_grids(report: Path | None) -> str:
     from .appendix_book import grid_caption
 

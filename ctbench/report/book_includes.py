@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from .book_figures import render_grids, render_paper_figures, render_prop31, render_prop31_findings, render_robustness
+from .book_figures import (
+    render_grids,
+    render_paper_figures,
+    render_prop31,
+    render_prop31_findings,
+    render_prop31_settings,
+    render_robustness,
+)
 from .book_md import COPY_SUFFIXES, GENERATED
 from .book_meta import (
     render_benchmarks,
@@ -128,6 +135,7 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
         "prop31_results": render_prop31(src)[0],
         "prop31_violations": render_prop31(src)[1],
         "prop31_findings": render_prop31_findings(src),
+        "prop31_settings": render_prop31_settings(src),
         "provenance": render_provenance(src),
         "benchmarks": render_benchmarks(src),
         "report_index": render_index(src),

@@ -2,6 +2,7 @@
 rule prop31:
     output:
         f"{RES}/report/prop31/prop31_summary.csv",
+        f"{RES}/report/prop31/prop31_settings.csv",
     params:
         quick="--quick" if config.get("prop31", {}).get("quick", False) else "",
     benchmark:
