@@ -195,7 +195,8 @@ def render_mnist_grid(report: Path | None) -> str:
                                       "column: target class. Red frame: the counterfactual misses its target.",
                                  f"fig-mnist-grid-{model.lower()}"))
         else:
-            parts.append(f"**Figure {n} of the paper.** " + _note(rel, "`ctbench mnist-figures`"))
+            # the note's fence must open a line of its own, else MyST shows it as text
+            parts.append(f"**Figure {n} of the paper.**\n\n" + _note(rel, "`ctbench mnist-figures`"))
     table = _read(report, "mnist_grid.csv")
     if table is not None:
         s = table.groupby("model").agg(valid=("valid", "sum"), n=("valid", "size"), p=("p_target", "mean"),

@@ -50,7 +50,7 @@ def render_paper_figures(report: Path | None) -> str:
             parts.append(_figure(fname, caption, f"fig-{stem.replace('_', '-')}"))
         else:
             # the note's fence must open a line of its own, else MyST shows it as text
-            parts.append(f"**{caption.split(':')[0]}.**\n\n" + _note(fname))
+            parts.append(f"**{caption.split(':')[0].split(', ')[-1]}.**\n\n" + _note(fname))
     return "\n".join(parts)
 
 
