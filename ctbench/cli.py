@@ -235,6 +235,22 @@ def _cmd_attribution(args) -> int:
     return 0
 
 
+def _config_json(text: str | None) -> dict | None:
+    import json
+
+    from .errors import ConfigError
+
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"--config-json: not valid JSON ({err})") from None
+    if not isinstance(value, dict):
+        raise ConfigError("--config-json: expected a JSON object (the workflow config)")
+    return value
+
+
 def _cmd_report(args) -> int:
     from .errors import BadFileError
     from .report.tables import PUBLISHED_DIR, write_extras, write_report
@@ -249,7 +265,8 @@ def _cmd_report(args) -> int:
                            attribution=args.attribution or [], published_dir=published,
                            benchmarks_dir=args.benchmarks, n_boot=args.n_boot)
     written.update(write_extras(args.out, evaluations=args.eval or [], models=args.models or [],
-                                tuned=args.tuned or [], grids=args.grids or [], profile=args.profile))
+                                tuned=args.tuned or [], grids=args.grids or [], profile=args.profile,
+                                config=_config_json(args.config_json)))
     if args.consistency:
         from .report.consistency import write_consistency
 
@@ -410,6 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "consistency tables")
     rp.add_argument("--claims", help="claims.yaml: evaluate the claims ledger into verdicts.csv")
     rp.add_argument("--profile", default="", help="profile name recorded in provenance.json")
+    rp.add_argument("--config-json", dest="config_json",
+                    help="the resolved workflow config as JSON (the workflow passes it), recorded in provenance.json")
     rp.add_argument("--benchmarks", help="folder of Snakemake benchmark files: adds CPU time per stage")
     rp.add_argument("--n-boot", dest="n_boot", type=int, default=1000)
     rp.add_argument("--out", required=True, help="report folder")

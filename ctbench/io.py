@@ -119,6 +119,22 @@ def git_commit() -> str | None:
         return None
 
 
+def machine() -> dict[str, Any]:
+    """The machine a result was made on: CPU model and count, memory (Linux ``/proc``; None where unreadable)."""
+    import os
+
+    def _first(path: str, key: str) -> str | None:
+        try:
+            with open(path) as f:
+                return next((line.split(":", 1)[1].strip() for line in f if line.startswith(key)), None)
+        except OSError:
+            return None
+
+    mem = _first("/proc/meminfo", "MemTotal")
+    return {"cpu": _first("/proc/cpuinfo", "model name") or platform.processor() or None, "cpus": os.cpu_count(),
+            "memory_gib": round(int(mem.split()[0]) / 2**20, 1) if mem else None}
+
+
 def provenance() -> dict[str, Any]:
     """Code version and environment, stored with every result."""
     import numpy

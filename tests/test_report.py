@@ -72,3 +72,24 @@ def test_shipped_published_tables_are_the_shared_ones():
     if PUBLISHED.exists():
         for f in PUBLISHED.glob("*.csv"):
             assert (PUBLISHED_DIR / f.name).read_bytes() == f.read_bytes(), f.name
+
+
+def test_provenance_records_machine_config_and_input_code_versions(tmp_path):
+    import json
+
+    from ctbench.report.tables import write_extras
+
+    ev = tmp_path / "e.csv.gz"
+    ev.write_text("")
+    (tmp_path / "e.csv.gz.json").write_text(json.dumps({"experiment": "single", "dataset": "lin_sep",
+                                                         "fidelity": {"mode": "reference"},
+                                                         "provenance": {"git_commit": "abc"}}))
+    m = tmp_path / "m.pt"
+    (tmp_path / "m.pt.json").write_text(json.dumps({"provenance": {"git_commit": "def+dirty"}}))
+    write_extras(tmp_path / "out", evaluations=[ev], models=[], profile="paper", config={"seeds": [0, 1]})
+    p = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert p["config"] == {"seeds": [0, 1]} and p["profile"] == "paper"
+    assert p["machine"]["cpus"] >= 1
+    assert p["input_code_versions"]["evaluations"] == {"abc": 1}
+    from ctbench.report.tables import _input_commits
+    assert _input_commits([], [m])["models"] == {"def+dirty": 1}

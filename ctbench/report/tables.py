@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import BadFileError
 from ..evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
-from ..io import atomic_write_json, atomic_write_text, provenance, read_csv_file
+from ..io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
 from .markdown import frame_to_markdown
 from .table1 import agreement_counts, compare_versions, pool_seeds
 from .table1 import table1 as table1_cells
@@ -300,10 +300,26 @@ def performance_table(sidecars: list[dict[str, Any]]) -> pd.DataFrame:
     return _sort(out.reset_index())
 
 
+def _input_commits(eval_sidecars: list[dict[str, Any]], models: list[str | Path]) -> dict[str, dict[str, int]]:
+    """``{"evaluations": {commit: n}, "models": {commit: n}}`` from the sidecars' provenance records."""
+    import json
+    from collections import Counter
+
+    def commit(side: dict[str, Any]) -> str:
+        return str((side.get("provenance") or {}).get("git_commit") or side.get("git_commit") or "unknown")
+
+    model_sides = [json.loads(Path(f"{m}.json").read_text()) for m in models if Path(f"{m}.json").exists()]
+    return {"evaluations": dict(Counter(commit(s) for s in eval_sidecars)),
+            "models": dict(Counter(commit(s) for s in model_sides))}
+
+
 def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), models: Iterable[str | Path] = (),
                  tuned: Iterable[str | Path] = (), grids: Iterable[str | Path] = (),
-                 profile: str = "") -> dict[str, Any]:
-    """Training times, tuning choices, grid figures and ``provenance.json`` (versions, fidelity) for the book."""
+                 profile: str = "", config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Training times, tuning choices, grid figures and ``provenance.json`` for the book: versions, machine, the
+    resolved workflow config (``config``), the fidelity switches, and the code versions that produced the inputs
+    (git commits recorded by the evaluation and model sidecars, with counts: a result set made over several sessions
+    says so)."""
     import json
 
     out = Path(out)
@@ -336,6 +352,8 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
     _write_table(performance_table(sidecars), out, "performance", written)
     _write_table(performance_by_seed(sidecars), out, "performance_seeds", written)
     fid = sidecars[0]["fidelity"] if sidecars else None
-    atomic_write_json(out / "provenance.json", {"profile": profile, "fidelity": fid, **provenance()})
+    atomic_write_json(out / "provenance.json", {
+        "profile": profile, "fidelity": fid, **provenance(), "machine": machine(), "config": config,
+        "input_code_versions": _input_commits(sidecars, models)})
     written["provenance"] = "provenance.json"
     return written

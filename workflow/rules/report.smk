@@ -1,3 +1,6 @@
+import json
+import shlex
+
 # Stage 6: tables, figures, CPU time per stage, Proposition 3.1 check and claim verdicts → {RES}/report/.
 rule prop31:
     output:
@@ -35,11 +38,13 @@ rule report:
             if files
         ),
         profile=config["profile"],
+        config_json=lambda w: shlex.quote(json.dumps(config, sort_keys=True, default=str)),
     log:
         f"{RES}/logs/report.log",
     shell:
         "ctbench report --eval {input.evals} --models {input.models} {params.optional} --claims {input.claims} "
-        "--benchmarks {RES}/benchmarks --profile {params.profile} --out {RES}/report > {log} 2>&1"
+        "--benchmarks {RES}/benchmarks --profile {params.profile} --config-json {params.config_json} --out {RES}/report "
+        "> {log} 2>&1"
 
 
 # Snakemake's own report (`snakemake --report report.html`): the report folder's tables and figures, sorted into one
