@@ -208,6 +208,7 @@ def test_report_tables_and_claims(tiny_runs, tmp_path):
     book = pages(tmp_path)
     assert "Min eps PGD" in book["consistency_table1"] and "no data" in book["consistency_table1"]
     assert "significantly more consistent" in book["consistency_answer"]
+    assert not any("Not yet run" in book[k] for k in ("consistency_table1_text", "consistency_answer_text"))
 
 
 def test_black2022_claims_against_a_report(tmp_path):

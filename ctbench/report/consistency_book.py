@@ -171,11 +171,14 @@ def render_models(report: Path | None) -> str:
 
 
 def pages(report: Path | None) -> dict[str, str]:
-    """Include name → Markdown for ``book.render_includes``."""
+    """Include name → Markdown for ``book.render_includes`` (tables here, prose from :mod:`.consistency_text`)."""
+    from .consistency_text import pages as text_pages
+
     return {"consistency_table1": render_table1(report), "consistency_cost": render_cost(report),
             "consistency_r2": render_r2(report), "consistency_pairs": render_pairs(report),
             "consistency_figure": render_figure(report), "consistency_ct": render_ct(report),
-            "consistency_answer": answer(report), "consistency_models": render_models(report)}
+            "consistency_answer": answer(report), "consistency_models": render_models(report),
+            **text_pages(report)}
 
 
 __all__ = ["TABLE1_ROWS", "answer", "pages"]
