@@ -405,11 +405,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--out", required=True)
     a.set_defaults(func=_cmd_attribution)
 
-    from . import consistency_study, fidelity_study, grids
-    from .report import appendix, figures
+    from . import consistency_study, fidelity_study, figure_runs, grids
+    from .report import appendix
 
     grids.add_cli(sub)
-    figures.add_cli(sub)
+    figure_runs.add_cli(sub)
     appendix.add_cli(sub)
     fidelity_study.add_cli(sub)
     consistency_study.add_cli(sub)
