@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ctbench.figure_runs import pick_factuals
 from ctbench.paper_settings import FINAL, model_config
 from ctbench.report import appendix_book
 from ctbench.report.appendix import final_hyperparameters, grid_performance, write_appendix
-from ctbench.report.mnist_grid import grid_figure, pick_factuals
+from ctbench.report.mnist_grid import grid_figure
 from ctbench.report.tables import PUBLISHED_DIR
 from ctbench.report.tuning_figures import (
     paper_figure_number,

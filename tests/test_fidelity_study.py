@@ -119,13 +119,12 @@ def test_merge_concatenates_and_validates(tmp_path):
 def test_cli(tmp_path, capsys):
     import argparse
 
-    from ctbench import fidelity_study
-    from ctbench.report import figures
+    from ctbench import fidelity_study, figure_runs
 
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="command", required=True)
     fidelity_study.add_cli(sub)
-    figures.add_cli(sub)
+    figure_runs.add_cli(sub)
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     _table("ce_step_size", [1.0] * 5, [2.0] * 5).to_csv(a, index=False)
     _table("mmd_length_scale", [1.0] * 5, [3.0] * 5).to_csv(b, index=False)

@@ -1,4 +1,4 @@
-"""Figure 1 and the MNIST figures (ctbench/report/figures.py)."""
+"""Figure 1 and the MNIST figures (runs: ctbench/figure_runs/, drawing: ctbench/report/figures.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ctbench.report.figures import PANELS, figure1, mnist_figures
+from ctbench.figure_runs import PANELS, figure1, mnist_figures
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("CTBENCH_DATA") or REPO.parent / "shared" / "data")

@@ -1,0 +1,70 @@
+"""``ctbench evaluate``, ``robustness`` and ``attribution``: the paper's evaluations of saved models."""
+
+from __future__ import annotations
+
+
+def _protocol_overrides(items: list[str] | None) -> dict:
+    from ..evaluation.protocol import check_protocol_overrides
+    from ..yaml12 import split_assignment
+
+    out = dict(split_assignment(kv, "--set", "n_runs=10") for kv in items or [])
+    return check_protocol_overrides(out, "protocol")
+
+
+def _cmd_evaluate(args) -> int:
+    from ..evaluation.runner import run_evaluate
+
+    df = run_evaluate(args.model, args.out, protocol_overrides=_protocol_overrides(args.set),
+                      constrained=args.constrained, experiment=args.experiment, progress=not args.quiet)
+    summary = df.groupby("model")[["valid", "cost", "ip", "ip_star"]].mean()
+    print(f"wrote {len(df)} rows to {args.out}\n{summary.to_string(float_format=lambda v: f'{v:.3f}')}")
+    return 0
+
+
+def _cmd_robustness(args) -> int:
+    from ..evaluation.runner import run_robustness
+
+    df = run_robustness(args.model, args.out, seed=args.seed, experiment=args.experiment)
+    print(f"wrote {len(df)} rows to {args.out}")
+    return 0
+
+
+def _cmd_attribution(args) -> int:
+    from ..evaluation.runner import run_attribution
+
+    df = run_attribution(args.model, args.out, n_rounds=args.rounds, n_samples=args.samples, steps=args.steps,
+                         seed=args.seed, experiment=args.experiment)
+    print(df.groupby("model")["value"].median().to_string())
+    return 0
+
+
+def add_cli(sub) -> None:
+    """Register ``evaluate``, ``robustness`` and ``attribution``."""
+    e = sub.add_parser("evaluate", help="the paper's counterfactual evaluation of saved models (one dataset)")
+    e.add_argument("--model", action="append", required=True, metavar="NAME=PATH",
+                   help="a saved model, e.g. CT=results/ct.pt (repeat for each model)")
+    e.add_argument("--constrained", action="store_true",
+                   help="use the models' mutability constraints at test time (τ = 0.5, the mutability runs)")
+    e.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="protocol override, e.g. n_runs=10, lambdas=[1.0], n_individuals=50, seed=1")
+    e.add_argument("--experiment", default="", help="label stored in every row (single, mutability, ablation)")
+    e.add_argument("--out", required=True, help="CSV (.csv or .csv.gz), one row per counterfactual")
+    e.add_argument("--quiet", action="store_true")
+    e.set_defaults(func=_cmd_evaluate)
+
+    r = sub.add_parser("robustness", help="accuracy under FGSM and PGD over the ε grid")
+    r.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--experiment", default="")
+    r.add_argument("--out", required=True)
+    r.set_defaults(func=_cmd_robustness)
+
+    a = sub.add_parser("attribution", help="integrated gradients on the protected features (Table 2)")
+    a.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
+    a.add_argument("--rounds", type=int, default=100)
+    a.add_argument("--samples", type=int, default=2500)
+    a.add_argument("--steps", type=int, default=50)
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--experiment", default="")
+    a.add_argument("--out", required=True)
+    a.set_defaults(func=_cmd_attribution)

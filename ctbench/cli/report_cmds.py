@@ -1,0 +1,150 @@
+"""``ctbench report``, ``prop31``, ``compare``, ``book`` and ``bench``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _config_json(text: str | None) -> dict | None:
+    import json
+
+    from ..errors import ConfigError
+
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"--config-json: not valid JSON ({err})") from None
+    if not isinstance(value, dict):
+        raise ConfigError("--config-json: expected a JSON object (the workflow config)")
+    return value
+
+
+def _cmd_report(args) -> int:
+    from ..errors import BadFileError
+    from ..report.tables import PUBLISHED_DIR, write_extras, write_report
+
+    inputs = [*(args.eval or []), *(args.robustness or []), *(args.attribution or []), *(args.grids or []),
+              *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
+    missing = [f for f in inputs if not Path(f).is_file()]
+    if missing:  # checked before anything is written
+        raise BadFileError(f"report: input file(s) not found: {', '.join(missing)}")
+    published = None if args.published == "none" else (args.published or PUBLISHED_DIR)
+    written = write_report(args.out, evaluations=args.eval or [], robustness=args.robustness or [],
+                           attribution=args.attribution or [], published_dir=published,
+                           benchmarks_dir=args.benchmarks, n_boot=args.n_boot)
+    written.update(write_extras(args.out, evaluations=args.eval or [], models=args.models or [],
+                                tuned=args.tuned or [], grids=args.grids or [], profile=args.profile,
+                                config=_config_json(args.config_json)))
+    if args.consistency:
+        from ..report.consistency import write_consistency
+
+        written.update(write_consistency(args.out, args.consistency, published))
+    if args.claims:
+        from ..report.claims import write_verdicts
+
+        write_verdicts(args.claims, args.out)
+        written["verdicts"] = "verdicts.csv"
+    print(f"wrote to {args.out}: {', '.join(written) or 'nothing (no inputs)'}")
+    return 0
+
+
+def _cmd_prop31(args) -> int:
+    from ..theory.prop31 import main as prop31_main
+
+    written = prop31_main(args.out, quick=args.quick)
+    print(f"Proposition 3.1 check written to {args.out}: {written}")
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    from ..config import ConfigError
+    from ..report.compare import Tolerance, compare_reports
+
+    for folder in (args.committed, args.fresh):
+        if not Path(folder).is_dir():
+            raise ConfigError(f"compare: {folder} is not a folder; give two report folders (ctbench report --out)")
+    moved = compare_reports(args.committed, args.fresh, Tolerance(rtol=args.rtol, atol=args.atol))
+    if moved.empty:
+        print(f"no number moved beyond rtol={args.rtol:g}, atol={args.atol:g} ({args.fresh} vs {args.committed})")
+        return 0
+    print(moved.to_string(index=False, max_colwidth=60))
+    print(f"{len(moved)} cell(s) moved or missing beyond rtol={args.rtol:g}, atol={args.atol:g}")
+    return 1
+
+
+def _cmd_book(args) -> int:
+    from ..report.book import build_book, committed_results
+
+    report = args.report
+    if report is None:
+        report = committed_results(args.book)
+        print(f"building from the committed result set {report} (pass --report DIR for another)")
+    html = build_book(report, args.book, args.out, strict=args.strict, claims_yaml=args.claims)
+    print(f"built {html}")
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    if args.population:
+        from ..bench_population import main as population_main
+
+        return population_main(args.out, quick=args.quick)
+    from ..bench import main as bench_main
+
+    return bench_main(args)
+
+
+def add_cli(sub) -> None:
+    """Register ``report``, ``prop31``, ``compare``, ``book`` and ``bench``."""
+    rp = sub.add_parser("report", help="the paper's tables and figures from evaluation outputs")
+    rp.add_argument("--eval", nargs="*", help="outputs of ctbench evaluate")
+    rp.add_argument("--robustness", nargs="*", help="outputs of ctbench robustness")
+    rp.add_argument("--attribution", nargs="*", help="outputs of ctbench attribution")
+    rp.add_argument("--published", help="folder of published tables (default: the copy shipped with ctbench; "
+                    "'none' to leave them out)")
+    rp.add_argument("--grids", nargs="*", help="grid chunk CSVs (ctbench grid run): appendix grid figures")
+    rp.add_argument("--models", nargs="*", help="saved models (.pt): training time per model (training_time.csv)")
+    rp.add_argument("--tuned", nargs="*", help="best.json files of the tuning stage (tuning.csv)")
+    rp.add_argument("--consistency", nargs="*", help="outputs of ctbench consistency: 003's Table 1 and the CT x "
+                    "consistency tables")
+    rp.add_argument("--claims", help="claims.yaml: evaluate the claims ledger into verdicts.csv")
+    rp.add_argument("--profile", default="", help="profile name recorded in provenance.json")
+    rp.add_argument("--config-json", dest="config_json",
+                    help="the resolved workflow config as JSON (the workflow passes it), recorded in provenance.json")
+    rp.add_argument("--benchmarks", help="folder of Snakemake benchmark files: adds CPU time per stage")
+    rp.add_argument("--n-boot", dest="n_boot", type=int, default=1000)
+    rp.add_argument("--out", required=True, help="report folder")
+    rp.set_defaults(func=_cmd_report)
+
+    p31 = sub.add_parser("prop31", help="numerical check of Proposition 3.1 on a linear-Gaussian simulation")
+    p31.add_argument("--quick", action="store_true", help="fewer seeds and settings")
+    p31.add_argument("--out", required=True)
+    p31.set_defaults(func=_cmd_prop31)
+
+    cp = sub.add_parser("compare", help="which numbers of a fresh report moved against the committed result set")
+    cp.add_argument("fresh", help="the fresh report folder, e.g. results/paper/report")
+    cp.add_argument("--committed", default="paper/results/report", help="default: paper/results/report")
+    cp.add_argument("--rtol", type=float, default=1e-6, help="relative tolerance (default 1e-6)")
+    cp.add_argument("--atol", type=float, default=1e-9, help="absolute tolerance (default 1e-9)")
+    cp.set_defaults(func=_cmd_compare)
+
+    bk = sub.add_parser("book", help="build the Jupyter Book (HTML, offline) from a report folder")
+    bk.add_argument("--report", default=None,
+                    help="report folder (ctbench report --out); default: the committed result set, "
+                         "paper/results/report, so the book shows the paper-scale numbers without a re-run")
+    bk.add_argument("--book", default="paper", help="book sources (default: paper/)")
+    bk.add_argument("--out", help="folder for _build/html (default: the book folder)")
+    bk.add_argument("--claims", help="claims.yaml to evaluate when the report has no verdicts.csv")
+    bk.add_argument("--no-strict", dest="strict", action="store_false", help="do not treat Sphinx warnings as errors")
+    bk.set_defaults(func=_cmd_book)
+
+    b = sub.add_parser("bench", help="throughput and training-time benchmarks")
+    b.add_argument("--out", default="benchmarks/results", help="folder for the JSON/Markdown results")
+    b.add_argument("--device", default="cpu")
+    b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--quick", action="store_true", help="small sizes (a smoke run of the benchmark itself)")
+    b.add_argument("--population", action="store_true",
+                   help="G single runs in a loop vs one population of G (G = 1, 9, 36, 100; LS and Adult size)")
+    b.set_defaults(func=_cmd_bench)
