@@ -192,7 +192,8 @@ class Workflow:
     def prop31_outputs(self) -> list[str]:
         if not self.config.get("prop31", {}).get("enabled", True):
             return []
-        return [f"{self.results}/report/prop31/prop31_summary.csv"]
+        # every output the report reads is requested, so a run that lacks one (e.g. made before it existed) makes it
+        return [f"{self.results}/report/prop31/prop31_summary.csv", f"{self.results}/report/prop31/prop31_settings.csv"]
 
     # -- figures and the fidelity study (written straight into the report folder) --------------------------------
     def figure_outputs(self) -> list[str]:
@@ -200,7 +201,8 @@ class Workflow:
             return []
         out = [f"{self.results}/report/figure1.png"]
         if "mnist" in self.datasets and "mutability" in self.experiments:
-            out.append(f"{self.results}/report/mnist_counterfactuals.png")
+            out += [f"{self.results}/report/{name}.png" for name in ("mnist_counterfactuals", "mnist_grid_ct",
+                                                                      "mnist_grid_bl")]
         return out
 
     def fidelity_pairs(self) -> list[tuple[str, str]]:
