@@ -242,11 +242,16 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path, seed: int 
     configs: dict[str, dict[str, Any]] = {}
     plan: dict[tuple[str, str, int], str] = {}
     for setting, value in spec.values().items():
-        fid_over = {switch: value} if spec.kind == "fidelity" else {}
+        # the reference value is the reference mode's default: its models are trained exactly as the workflow's
+        # (no override), so they are the final models where the workflow has them
+        fid_over = {switch: value} if spec.kind == "fidelity" and setting == "paper" else {}
         for s in seeds:
             for name, objective in (("CT", "full"), ("BL", "vanilla")):
                 retrain = spec.retrain == "all" or (spec.retrain == "ct" and objective == "full")
-                cfg = model_config(dataset, spec.experiment, objective, s, fidelity="reference",
+                # one BL per dataset and seed serves every experiment, as in the workflow (models/baseline/): a
+                # vanilla model never searches counterfactuals in training, and the evaluation constrains the search
+                exp = "single" if objective == "vanilla" else spec.experiment
+                cfg = model_config(dataset, exp, objective, s, fidelity="reference",
                                    fidelity_overrides=fid_over if retrain else {}, epochs=epochs)
                 key = json.dumps(cfg, sort_keys=True, default=str)
                 configs.setdefault(key, cfg)

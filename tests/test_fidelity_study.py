@@ -186,3 +186,24 @@ def test_reuse_loads_matching_models_only(tmp_path):
     side = json.loads((tmp_path / "c.csv.json").read_text())
     assert side["n_models_trained"] == 2 and side["reused"] == {}
     assert len(other) == len(METRICS)
+
+
+def test_training_switch_reuses_the_final_models_for_its_reference_setting(tmp_path):
+    """The reference value is the default: its CT is trained without an override, so the workflow's final CT (and
+    the shared baseline of models/baseline/, also for the mutability experiment) is reused; only the alternative
+    CT is trained."""
+    from ctbench.api import train_from_config
+    from ctbench.paper_settings import model_config
+
+    sizes = {k: v for k, v in TINY.items() if k != "seed"}
+    paths = {}
+    for exp, obj in (("mutability", "full"), ("single", "vanilla")):
+        m = train_from_config(model_config("lin_sep", exp, obj, 0, fidelity="reference", epochs=2))
+        paths[f"{obj}_s0"] = tmp_path / f"{obj}.pt"
+        m.save(paths[f"{obj}_s0"])
+    run_effect("synthetic_mutability_zero_reg_adv", "lin_sep", tmp_path / "z.csv", seeds=(0,), reuse=paths,
+               **sizes)
+    side = json.loads((tmp_path / "z.csv.json").read_text())
+    assert set(side["reused"]) == {"full_s0", "vanilla_s0"} and side["n_models_trained"] == 1
+    trained = [m["config"] for m in side["models"] if m["config"]["fidelity_overrides"]]
+    assert [c["fidelity_overrides"] for c in trained] == [{"synthetic_mutability_zero_reg_adv": True}]

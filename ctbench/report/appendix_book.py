@@ -96,12 +96,14 @@ def render_hyperparameters(report: Path | None) -> str:
             return str(ours) if str(ours) == f"({', '.join(nums)})" else f"{ours} (paper: {pub})"
         return _g(ours) if _g(ours) == _g(pub) else f"**{_g(ours)}** ({_g(pub)})"
 
-    cols = [("n_train", "No. Train"), ("n_test", "No. Test"), ("batch_size", "Batch"), ("domain", "Domain"),
-            ("tau", "τ"), ("nce", "No. CE"), ("lambda_reg", "λ_reg")]
-    rows = []
+    # two narrow tables (sizes, then the CT settings), so neither needs sideways scrolling
+    sizes = [("n_train", "No. Train"), ("n_test", "No. Test"), ("batch_size", "Batch")]
+    cols = [("domain", "Domain"), ("tau", "τ"), ("nce", "No. CE"), ("lambda_reg", "λ_reg")]
+    rows_sizes, rows = [], []
     for _, r in df.iterrows():
         tuned = "" if _nan(r.get("tuned_tau")) else f"τ {_g(r['tuned_tau'])}, λ_reg {_g(r['tuned_lambda_reg'])}"
-        rows.append([str(r["dataset"]), *[pair(r, c) for c, _ in cols], tuned, str(int(r["n_seeds"]))])
+        rows_sizes.append([str(r["dataset"]), *[pair(r, c) for c, _ in sizes], str(int(r["n_seeds"]))])
+        rows.append([str(r["dataset"]), *[pair(r, c) for c, _ in cols], tuned])
     n_match = int(df["matches_paper"].fillna(False).astype(bool).sum()) if "matches_paper" in df else 0
     others = df.iloc[0]
     legend = (f"Settings of the final `single` CT models, read from their sidecars; **bold**: differs from the paper, "
@@ -112,7 +114,8 @@ def render_hyperparameters(report: Path | None) -> str:
               f"fidelity `{others.get('fidelity')}`. *tuned*: this run's tuning choice (`tune/<dataset>/best.json`), "
               "used for training only with `tune.select: true`. The paper's *No. Test* is 20% of *No. Train*, not "
               "the size of the test set its code used (reference §8.3).\n\n")
-    return legend + _table(["Data", *[lab for _, lab in cols], "tuned", "seeds"], rows)
+    return (legend + _table(["Data", *[lab for _, lab in sizes], "seeds"], rows_sizes) + "\n\n"
+            + _table(["Data", *[lab for _, lab in cols], "tuned"], rows))
 
 
 def render_grid_performance(report: Path | None) -> str:

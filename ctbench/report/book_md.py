@@ -33,7 +33,8 @@ def _read_csv(report: Path | None, name: str) -> pd.DataFrame | None:
     if not p.exists() or p.stat().st_size == 0:
         return None
     try:
-        df = pd.read_csv(p)
+        # setting columns mix numbers and words (0.1, true, predicted): read them as written
+        df = pd.read_csv(p, dtype={"reference_setting": str, "paper_setting": str})
     except pd.errors.EmptyDataError:
         return None
     return None if df.empty else df

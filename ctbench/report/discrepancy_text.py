@@ -43,7 +43,8 @@ SWITCH_METRICS = {"mmd_length_scale": ("IP*",), "ip_star_per_run": ("IP*",), "ad
 
 def _read(report: Path, name: str) -> pd.DataFrame | None:
     p = Path(report) / name
-    return pd.read_csv(p) if p.exists() else None
+    # the settings columns mix numbers and words (0.1, true, predicted): read them as written
+    return pd.read_csv(p, dtype={"reference_setting": str, "paper_setting": str}) if p.exists() else None
 
 
 def _star(sig) -> str:
