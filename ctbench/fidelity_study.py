@@ -31,11 +31,9 @@ both settings; a switch that only changes counterfactual training (``ce_step_siz
 ``synthetic_mutability_zero_reg_adv``) reuses the BL model; ``domain_n_sigma`` retrains both (the domain box is part
 of each model's constraints). Identical training configs are trained once.
 
-What "paper" means per switch: :mod:`ctbench.fidelity_switches`.
-
-Output: a CSV (columns :data:`COLUMNS`) and a ``.json`` sidecar (switch spec, the resolved training configs, the
-protocol and fidelity switches of each evaluation, model accuracies, timings, provenance), written atomically.
-:func:`merge_effects` concatenates per-run CSVs into ``fidelity_effects.csv``.
+What "paper" means per switch: :mod:`ctbench.fidelity_switches`. Output: a CSV (columns :data:`COLUMNS`) and a
+``.json`` sidecar (switch spec, training configs, each evaluation's protocol and switches, accuracies, timings,
+provenance), written atomically; :func:`merge_effects` concatenates them into ``fidelity_effects.csv``.
 """
 
 from __future__ import annotations
@@ -242,8 +240,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path, seed: int 
     configs: dict[str, dict[str, Any]] = {}
     plan: dict[tuple[str, str, int], str] = {}
     for setting, value in spec.values().items():
-        # the reference value is the reference mode's default: its models are trained exactly as the workflow's
-        # (no override), so they are the final models where the workflow has them
+        # the reference value is the default: trained with no override, as the workflow's final models are
         fid_over = {switch: value} if spec.kind == "fidelity" and setting == "paper" else {}
         for s in seeds:
             for name, objective in (("CT", "full"), ("BL", "vanilla")):
@@ -289,8 +286,10 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path, seed: int 
                 if train_data is not data and not all(np.array_equal(getattr(train_data, a), getattr(data, a))
                                                       for a in ("X_train", "y_train", "X_test", "y_test")):
                     raise RuntimeError(f"{switch}: a reused model was trained on other data than it is evaluated on")
+            # constrained: every model under the dataset's protected features, as `ctbench evaluate --constrained`
             df = evaluate_counterfactuals(models, data.X_test, data.y_test, protocol, fid, n_classes=data.n_classes,
                                           categorical_groups=data.categorical_groups, dataset=dataset,
+                                          mutability=list(data.protected) if protocol.constrained else None,
                                           progress=progress)
             frames.append(df.assign(seed=s))
             perf = performance(models, data.X_test, data.y_test, data.n_classes).set_index("model")
@@ -332,7 +331,7 @@ def merge_effects(paths: list[str | Path], out: str | Path) -> pd.DataFrame:
         raise ValueError("fidelity-effects-merge: no input files")
     frames = []
     for p in paths:
-        df = pd.read_csv(p)
+        df = pd.read_csv(p, dtype={"reference_setting": str, "paper_setting": str})  # "true" stays "true"
         missing = [c for c in REQUIRED if c not in df.columns]
         if missing:
             raise ValueError(f"{p}: missing column(s) {missing}; an effect table needs {REQUIRED}")

@@ -207,3 +207,14 @@ def test_training_switch_reuses_the_final_models_for_its_reference_setting(tmp_p
     assert set(side["reused"]) == {"full_s0", "vanilla_s0"} and side["n_models_trained"] == 1
     trained = [m["config"] for m in side["models"] if m["config"]["fidelity_overrides"]]
     assert [c["fidelity_overrides"] for c in trained] == [{"synthetic_mutability_zero_reg_adv": True}]
+    # the reference value is what `ctbench evaluate --constrained` gives for the same models (Table 1's Cost cell):
+    # the shared BL, which has no mutability of its own, is searched under the dataset's protected features too
+    from ctbench.evaluation.aggregate import reduction_table
+    from ctbench.evaluation.runner import run_evaluate
+
+    ev = run_evaluate([f"full={paths['full_s0']}", f"vanilla={paths['vanilla_s0']}"], tmp_path / "e.csv.gz",
+                      constrained=True, protocol_overrides={"n_runs": TINY["n_runs"],
+                                                            "n_individuals": TINY["n_individuals"]})
+    cost = reduction_table(ev, "cost", kind="cost", avg_row=False)["reduction_pct"].iloc[0]
+    z = pd.read_csv(tmp_path / "z.csv").set_index("metric")
+    assert z.loc["Cost", "reference"] == pytest.approx(cost)
