@@ -14,15 +14,13 @@ setting and ``delta = paper − reference``:
   :func:`~ctbench.evaluation.aggregate.validity_table`);
 * ``accuracy CT``: the CT model's test accuracy.
 
-All metrics of a run come from that run's own experiment: ``single`` (unconstrained search, τ = 0.95; its Cost is
-the appendix's "cost without mutability constraints") or, for ``synthetic_mutability_zero_reg_adv``, ``mutability``
-(protected feature immutable in training and search, τ = 0.5 — Table I's Cost column).
+Metrics come from the switch's experiment: ``single`` (τ = 0.95; its Cost is the appendix's unconstrained cost) or,
+for ``synthetic_mutability_zero_reg_adv``, ``mutability`` (τ = 0.5, protected feature immutable: Table I's Cost).
 
 Every setting is measured on the same training seeds as Table 1 (``seeds``; the workflow passes the profile's), its
 values by Table 1's recipe over all (seed, run) pairs with the seed-level interval beside
-(:mod:`ctbench.evaluation.seeds`). Where the workflow has trained a model with exactly the config a setting needs (its
-final CT and BL models), the study loads it instead of training a copy (``reuse``), so an evaluation-only switch's
-reference column is Table 1's own cell.
+(:mod:`ctbench.evaluation.seeds`). Where the workflow has trained a model with exactly the config a setting needs, the
+study loads it (``reuse``), so the reference column is Table 1's own cell.
 
 Models are trained only where the switch can change them (``SwitchSpec.retrain``): an evaluation-only switch
 (``mmd_length_scale``, ``ip_star_per_run``, ``redraw_per_lambda``, ``adult_substring_groups`` — the Adult groups
