@@ -7,6 +7,8 @@ rule book:
                subcategory="front page"),
     params:
         strict="" if config.get("book", {}).get("strict", True) else "--no-strict",
+    benchmark:
+        f"{RES}/benchmarks/book/book.tsv"
     log:
         f"{RES}/logs/book.log",
     shell:

@@ -5,6 +5,8 @@ rule figure1:
         f"{RES}/report/figure1.png",
     params:
         quick="--quick" if config["profile"] == "smoke" else "",
+    benchmark:
+        f"{RES}/benchmarks/figure1/figure1.tsv"
     log:
         f"{RES}/logs/figure1.log",
     shell:
@@ -19,6 +21,8 @@ rule mnist_figures:
         f"{RES}/report/mnist_counterfactuals.png",
         f"{RES}/report/mnist_grid_ct.png",  # the appendix's 10x10 grids (paper Figures 4-5)
         f"{RES}/report/mnist_grid_bl.png",
+    benchmark:
+        f"{RES}/benchmarks/mnist_figures/mnist_figures.tsv"
     log:
         f"{RES}/logs/mnist_figures.log",
     shell:

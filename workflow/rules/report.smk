@@ -39,6 +39,8 @@ rule report:
         ),
         profile=config["profile"],
         config_json=lambda w: shlex.quote(json.dumps(config, sort_keys=True, default=str)),
+    benchmark:
+        f"{RES}/benchmarks/report/report.tsv"
     log:
         f"{RES}/logs/report.log",
     shell:

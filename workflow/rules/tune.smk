@@ -5,6 +5,8 @@ rule tune_select:
         lambda w: W.tune_chunks(w.dataset),
     output:
         f"{RES}/tune/{{dataset}}/best.json",
+    benchmark:
+        f"{RES}/benchmarks/tune_select/{{dataset}}.tsv"
     log:
         f"{RES}/logs/tune/{{dataset}}.log",
     shell:
