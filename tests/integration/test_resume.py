@@ -67,7 +67,14 @@ def test_killed_run_resumes_to_identical_outputs(tmp_path, clean, sig):
     while time.time() < deadline and not any(first_model.glob("*.pt")):
         time.sleep(0.2)
     assert any(first_model.glob("*.pt")), "no model was written before the deadline"
-    os.killpg(p.pid, sig)  # the whole job tree (as Ctrl-C does), mid-way through the second training job
+    # kill while a job runs, not in the instant between two jobs (a signal that lands while Snakemake finishes one
+    # job and starts the next may find nothing to interrupt, and the run then completes): wait for the next job's
+    # log file, which the job's shell creates when it starts
+    logs = wd / "results/resume/logs"
+    seen = set(logs.rglob("*.log"))
+    while time.time() < deadline and not set(logs.rglob("*.log")) - seen and p.poll() is None:
+        time.sleep(0.05)
+    os.killpg(p.pid, sig)  # the whole job tree (as Ctrl-C does), mid-way through the job after training
     p.wait(timeout=120)
     assert not (wd / "results/resume/report/index.json").exists()
     leftovers = [f for f in wd.glob("results/resume/**/.*.tmp")]
