@@ -36,9 +36,11 @@ def _workdir(tmp: Path) -> Path:
 
 def _snakemake(wd: Path, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "PATH": f"{SNAKEMAKE.parent}{os.pathsep}{os.environ['PATH']}"}
+    # SIGINT back to its default in the child: a test run started in the background by a non-interactive shell
+    # inherits SIGINT ignored, and then Ctrl-C could never reach Snakemake
     return subprocess.Popen([str(SNAKEMAKE), "--cores", "1", "--configfile", "resume.yaml", *extra], cwd=wd,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _outputs(wd: Path) -> tuple[dict, pd.DataFrame]:
