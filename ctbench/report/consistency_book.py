@@ -10,24 +10,12 @@ from typing import Any
 import pandas as pd
 
 from .consistency import DATASET_ORDER
+from .consistency_text import _note, _read  # the chapter's shared file helpers live with its prose
 from .markdown import frame_to_markdown
 
 #: rows of 003's Table 1, in the paper's order
 TABLE1_ROWS = ["Min L1", "Min L1 + SNS", "Min L2", "Min L2 + SNS", "Min eps PGD", "Min eps PGD + SNS",
                "Looveren et al.", "Pawelczyk et al."]
-
-
-def _note(file: str, what: str) -> str:
-    return (f"```{{note}}\nNot yet run in this profile: `{file}` is not in the report folder ({what}). "
-            "Run the `consistency` stage and the report, then rebuild the book.\n```\n")
-
-
-def _read(report: Path | None, name: str) -> pd.DataFrame | None:
-    p = None if report is None else report / f"{name}.csv"
-    if p is None or not p.exists() or p.stat().st_size == 0:
-        return None
-    df = pd.read_csv(p)
-    return None if df.empty else df
 
 
 def _f(v: Any, digits: int = 2) -> str:

@@ -13,7 +13,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from .consistency_book import _note, _read
+
+def _note(file: str, what: str) -> str:
+    return (f"```{{note}}\nNot yet run in this profile: `{file}` is not in the report folder ({what}). "
+            "Run the `consistency` stage and the report, then rebuild the book.\n```\n")
+
+
+def _read(report: Path | None, name: str) -> pd.DataFrame | None:
+    p = None if report is None else report / f"{name}.csv"
+    if p is None or not p.exists() or p.stat().st_size == 0:
+        return None
+    df = pd.read_csv(p)
+    return None if df.empty else df
+
+
 
 #: a dataset's mean rate without SNS "is of the published size" when within this of the paper's (mean over methods)
 SIZE_TOL = 0.1
