@@ -23,6 +23,7 @@ def _config_json(text: str | None) -> dict | None:
 
 def _cmd_report(args) -> int:
     from ..errors import BadFileError
+    from ..report.appendix import write_appendix
     from ..report.tables import PUBLISHED_DIR, write_extras, write_report
 
     inputs = [*(args.eval or []), *(args.robustness or []), *(args.attribution or []), *(args.grids or []),
@@ -37,6 +38,9 @@ def _cmd_report(args) -> int:
     written.update(write_extras(args.out, evaluations=args.eval or [], models=args.models or [],
                                 tuned=args.tuned or [], grids=args.grids or [], profile=args.profile,
                                 config=_config_json(args.config_json)))
+    # appendix Tables 2, 4-6 and Figures 30-65 (composed here: report.appendix builds on report.tables)
+    written.update(write_appendix(args.out, grids=args.grids or [], models=args.models or [],
+                                  tuned=args.tuned or []))
     if args.consistency:
         from ..report.consistency import write_consistency
 

@@ -345,9 +345,6 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
         _write_table(grid_effects(grids), out, "grid_effects", written)
         searches = split_tuning(grids)[0]  # the tuning grids get the paper's own figures (write_appendix)
         written["grids"] = [str(p) for p in write_grid_figures(searches, out / "grids")] if searches else []
-    from .appendix import write_appendix  # appendix Tables 2, 4-6 and Figures 30-65
-
-    written.update(write_appendix(out, grids=grids, models=models, tuned=tuned))
     sidecars = [json.loads(Path(f"{e}.json").read_text()) for e in evaluations if Path(f"{e}.json").exists()]
     _write_table(performance_table(sidecars), out, "performance", written)
     _write_table(performance_by_seed(sidecars), out, "performance_seeds", written)
