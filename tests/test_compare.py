@@ -49,3 +49,27 @@ def test_moved_cells_missing_rows_and_tables_are_listed(tmp_path, capsys):
     assert main(["compare", str(fresh), "--committed", str(COMMITTED)]) == 1
     assert "moved or missing" in capsys.readouterr().out
     assert main(["compare", str(tmp_path / "nowhere")]) == 2
+
+
+def test_subfolders_are_compared_and_strict_lists_additions(tmp_path, capsys):
+    fresh = _copy(tmp_path)
+    summary = fresh / "prop31" / "prop31_summary.csv"
+    s = pd.read_csv(summary)
+    num = s.select_dtypes("number").columns[0]
+    s.loc[0, num] = s.loc[0, num] * 2 + 1
+    s.to_csv(summary, index=False)
+    moved = compare_reports(COMMITTED, fresh)
+    assert set(moved["file"]) == {"prop31/prop31_summary.csv"} and set(moved["what"]) == {"moved"}
+
+    fresh = _copy(tmp_path / "b")
+    perf = pd.read_csv(fresh / "performance.csv")
+    pd.concat([perf, perf.iloc[[0]].assign(dataset="my_new_dataset")]).assign(extra=1.0).to_csv(
+        fresh / "performance.csv", index=False)
+    pd.DataFrame({"dataset": ["x"], "value": [1.0]}).to_csv(fresh / "new_table.csv", index=False)
+    assert compare_reports(COMMITTED, fresh).empty  # additions are not moves against an older committed set
+    what = {(r.file, r.column, r.what) for r in compare_reports(COMMITTED, fresh, additions=True).itertuples()}
+    assert ("new_table.csv", "", "table only in the fresh result set") in what
+    assert ("performance.csv", "extra", "column only in the fresh result set") in what
+    assert any(w == ("performance.csv", "", "row only in the fresh result set") for w in what)
+    assert main(["compare", str(fresh), "--committed", str(COMMITTED)]) == 0
+    assert main(["compare", str(fresh), "--committed", str(COMMITTED), "--strict"]) == 1

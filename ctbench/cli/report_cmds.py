@@ -69,7 +69,8 @@ def _cmd_compare(args) -> int:
     for folder in (args.committed, args.fresh):
         if not Path(folder).is_dir():
             raise ConfigError(f"compare: {folder} is not a folder; give two report folders (ctbench report --out)")
-    moved = compare_reports(args.committed, args.fresh, Tolerance(rtol=args.rtol, atol=args.atol))
+    moved = compare_reports(args.committed, args.fresh, Tolerance(rtol=args.rtol, atol=args.atol),
+                            additions=args.strict)
     if moved.empty:
         print(f"no number moved beyond rtol={args.rtol:g}, atol={args.atol:g} ({args.fresh} vs {args.committed})")
         return 0
@@ -132,6 +133,8 @@ def add_cli(sub) -> None:
     cp.add_argument("--committed", default="paper/results/report", help="default: paper/results/report")
     cp.add_argument("--rtol", type=float, default=1e-6, help="relative tolerance (default 1e-6)")
     cp.add_argument("--atol", type=float, default=1e-9, help="absolute tolerance (default 1e-9)")
+    cp.add_argument("--strict", action="store_true",
+                    help="also fail on tables, rows or columns only the fresh set has (the must-not-change check)")
     cp.set_defaults(func=_cmd_compare)
 
     bk = sub.add_parser("book", help="build the Jupyter Book (HTML, offline) from a report folder")

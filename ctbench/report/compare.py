@@ -51,16 +51,27 @@ def _moved(a, b, tol: Tolerance) -> bool:
     return abs(b - a) > tol.atol + tol.rtol * abs(a)
 
 
-def compare_reports(committed: str | Path, fresh: str | Path, tol: Tolerance = Tolerance()) -> pd.DataFrame:
-    """One row per moved cell, missing table or missing row: ``file, key, column, committed, fresh, what``."""
+def _tables(folder: Path) -> dict[str, Path]:
+    """Report tables by path relative to ``folder`` (subfolders included: ``prop31/``, ``tuning/`` …)."""
+    return {p.relative_to(folder).as_posix(): p for p in sorted(folder.rglob("*.csv")) if p.name not in VOLATILE_FILES}
+
+
+def compare_reports(committed: str | Path, fresh: str | Path, tol: Tolerance = Tolerance(),
+                    additions: bool = False) -> pd.DataFrame:
+    """One row per moved cell, missing table or missing row: ``file, key, column, committed, fresh, what``.
+
+    ``additions``: also list tables, rows and columns that only the fresh set has (a "must not change" check wants
+    them; a comparison with an older committed set, made before a table existed, does not)."""
     committed, fresh = Path(committed), Path(fresh)
     rows = []
-    for path in sorted(committed.glob("*.csv")):
-        if path.name in VOLATILE_FILES:
-            continue
-        other = fresh / path.name
-        if not other.exists():
-            rows.append({"file": path.name, "key": "", "column": "", "committed": "", "fresh": "",
+    ours, theirs = _tables(committed), _tables(fresh)
+    if additions:
+        rows += [{"file": name, "key": "", "column": "", "committed": "", "fresh": "",
+                  "what": "table only in the fresh result set"} for name in theirs if name not in ours]
+    for name, path in ours.items():
+        other = fresh / name
+        if name not in theirs:
+            rows.append({"file": name, "key": "", "column": "", "committed": "", "fresh": "",
                          "what": "table missing from the fresh result set"})
             continue
         a = pd.read_csv(path, keep_default_na=True)
@@ -71,18 +82,24 @@ def compare_reports(committed: str | Path, fresh: str | Path, tol: Tolerance = T
         b_idx = b.set_index(keys) if keys else b
         if keys and (a_idx.index.duplicated().any() or b_idx.index.duplicated().any()):
             a_idx, b_idx = a.reset_index(drop=True), b.reset_index(drop=True)  # no unique key: compare by position
+        if additions:
+            rows += [{"file": name, "key": "", "column": c, "committed": "", "fresh": "",
+                      "what": "column only in the fresh result set"} for c in b.columns if c not in a.columns]
+            rows += [{"file": name, "key": " / ".join(map(str, k)) if isinstance(k, tuple) else str(k), "column": "",
+                      "committed": "", "fresh": "", "what": "row only in the fresh result set"}
+                     for k in b_idx.index if k not in a_idx.index]
         for key in a_idx.index:
             label = " / ".join(map(str, key)) if isinstance(key, tuple) else str(key)
             if key not in b_idx.index:
-                rows.append({"file": path.name, "key": label, "column": "", "committed": "", "fresh": "",
+                rows.append({"file": name, "key": label, "column": "", "committed": "", "fresh": "",
                              "what": "row missing from the fresh result set"})
                 continue
             ra, rb = a_idx.loc[key], b_idx.loc[key]
             for c in cols:
                 if c not in b_idx.columns:
-                    rows.append({"file": path.name, "key": label, "column": c, "committed": ra[c], "fresh": "",
+                    rows.append({"file": name, "key": label, "column": c, "committed": ra[c], "fresh": "",
                                  "what": "column missing from the fresh result set"})
                 elif _moved(ra[c], rb[c], tol):
-                    rows.append({"file": path.name, "key": label, "column": c, "committed": ra[c],
+                    rows.append({"file": name, "key": label, "column": c, "committed": ra[c],
                                  "fresh": rb[c], "what": "moved"})
     return pd.DataFrame(rows, columns=["file", "key", "column", "committed", "fresh", "what"])
