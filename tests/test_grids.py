@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ctbench import grids
 from ctbench.config import resolve_train_config
+from ctbench.experiments import grids
 from ctbench.paper_settings import final_hyperparameters
 
 SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
