@@ -2,8 +2,8 @@
 
 The old search is the ECCo generator of ``ctbench/generators/`` at git revision REV (default 1c062fe, before the
 closed-form MLP path), loaded from ``git show`` into throw-away modules; the new one is the working tree's.
-Settings are those of ``ctbench.bench.search_throughput`` (ECCo, λ_cst 0.001, λ_egy 5, MLP 32, T = 30, max_iter;
-one threshold row, τ = 0.75).
+Settings are those of ``ctbench.experiments.bench.search_throughput`` (ECCo, λ_cst 0.001, λ_egy 5, MLP 32, T = 30,
+max_iter; one threshold row, τ = 0.75).
 Runs alternate old/new and the best of N is kept, because the machine may be shared. Each pair is also checked to
 give the same counterfactuals (up to float32 round-off).
 """

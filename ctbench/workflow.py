@@ -129,7 +129,7 @@ class Workflow:
 
     def grid_chunks(self, grid: str) -> list[tuple[str, int, list[str]]]:
         """(baseline key, chunk index within that key, point ids): a chunk shares one BL model."""
-        from .grids import baseline_key, chunks, grid_points
+        from .experiments.grids import baseline_key, chunks, grid_points
 
         size = int(self._grid_block(grid).get("chunk_size", 9))
         by_key: dict[str, list[str]] = {}
@@ -206,7 +206,7 @@ class Workflow:
         return out
 
     def fidelity_pairs(self) -> list[tuple[str, str]]:
-        from .fidelity_study import default_plan
+        from .experiments.fidelity import default_plan
 
         study = self.config.get("fidelity_study", {}) or {}
         if not study.get("enabled", False):
@@ -224,7 +224,7 @@ class Workflow:
     def fidelity_reuse(self, switch: str, dataset: str) -> dict[str, str]:
         """The final models a fidelity effect may reuse (``<objective>_s<seed>`` → path): those this profile trains
         for the switch's experiment; the study loads one only where its config is exactly the one it would train."""
-        from .fidelity_study import SWITCHES
+        from .experiments.fidelity import SWITCHES
 
         finals = set(self.final_models())
         exp = SWITCHES[switch].experiment
@@ -240,7 +240,7 @@ class Workflow:
 
     # -- the consistency study (Black et al. 2022; its tables are written by the report) -------------------------
     def consistency_jobs(self) -> list[dict[str, Any]]:
-        from .consistency_study import jobs
+        from .experiments.consistency import jobs
 
         return jobs(self.config)
 

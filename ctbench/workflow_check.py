@@ -100,10 +100,9 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
     from .data import available
     from .data.plugins import HOW_TO
     from .evaluation.protocol import EvalProtocol
+    from .experiments.grids import baseline_config, grid_points, grid_protocol, point_config
     from .fidelity import resolve_fidelity
-    from .grids import baseline_config, grid_points, grid_protocol, point_config
     from .preflight import check_data, check_device, check_train_config
-    from .workflow import family
 
     c = workflow.config
     if schema_path is not None:
@@ -131,9 +130,11 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
             where = (f"final model {workflow.model_path(e, ds, o, s)} (settings training, training_overrides, "
                      "fidelity_overrides, data_params)")
             _checked(where, check_train_config, workflow.train_config(e, ds, o, s), device=False)
+    # the family that `ctbench evaluate` reads from the registry when it builds the protocol (a plugin dataset's own)
+    families = {name: spec.get("family", "tabular") for name, spec in available().items()}
     for e in workflow.experiments:
         for ds in workflow.datasets:
-            _checked("evaluation", EvalProtocol.reference, family(ds), constrained=e == "mutability",
+            _checked("evaluation", EvalProtocol.reference, families.get(ds, "tabular"), constrained=e == "mutability",
                      **workflow.eval_settings(ds))
     # grids and tuning: values (types, ranges), every point's train config, the grid evaluation protocol
     for grid in workflow.grid_names():

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ctbench.figure_runs import pick_factuals
+from ctbench.experiments.figure_runs import pick_factuals
 from ctbench.paper_settings import FINAL, model_config
 from ctbench.report import appendix_book
 from ctbench.report.appendix import final_hyperparameters, grid_performance, write_appendix

@@ -365,8 +365,8 @@ def test_other_commands_refuse_bad_input(argv, needles, files, tmp_path, capsys)
 # -- good inputs that used to be refused -----------------------------------------------------------------------------
 def test_one_typed_parser_for_every_command(tmp_path, capsys):
     """Issue item 5: `grid ... --set training.lr=1e-3` was 'expected a number, got "1e-3"' while train took it."""
+    from ctbench.cli.grid_cmds import _sets
     from ctbench.config import load_config
-    from ctbench.grids import _sets
     from ctbench.yaml12 import parse_value
 
     assert parse_value("1e-3") == 0.001 and parse_value("yes") == "yes" and parse_value("'false'") == "false"
@@ -386,8 +386,8 @@ def test_api_refuses_bad_input(files):
     from ctbench.api import load_model, train_from_config
     from ctbench.data import load_dataset
     from ctbench.evaluation.protocol import EvalProtocol
+    from ctbench.experiments.grids import grid_points
     from ctbench.fidelity import resolve_fidelity
-    from ctbench.grids import grid_points
     from ctbench.training import TrainParams
 
     with pytest.raises(ConfigError, match="fidelity_overrides.nascent_inclusive: 'false' is text"):

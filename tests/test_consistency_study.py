@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 import torch
 
-from ctbench.consistency_study import jobs, resolve_settings, run, write
-from ctbench.invalidation import (
+from ctbench.experiments.consistency import jobs, resolve_settings, run, write
+from ctbench.experiments.invalidation import (
     check_loo,
     invalidation_rate,
     local_lipschitz,
@@ -166,8 +166,7 @@ def tiny_runs(tmp_path_factory):
           "settings": {"n_models": 2, "epochs": 2, "n_factuals": 20, "data_params": SMALL_DATA}}
     files = []
     for job, name in ((black, "black.csv.gz"), (ct, "ct_s0.csv.gz"), ({**ct, "seed": 1}, "ct_s1.csv.gz")):
-        df, meta = run(job)
-        files.append(write(df, meta, d / name))
+        files.append(write(run(job), d / name))
     return d, files
 
 

@@ -1,4 +1,4 @@
-"""The fidelity study: the effect of each code/paper discrepancy (ctbench/fidelity_study.py)."""
+"""The fidelity study: the effect of each code/paper discrepancy (ctbench/experiments/fidelity.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ctbench.experiments.fidelity import COLUMNS, METRICS, REQUIRED, SWITCHES, default_plan, merge_effects, run_effect
 from ctbench.fidelity import Fidelity
-from ctbench.fidelity_study import COLUMNS, METRICS, REQUIRED, SWITCHES, default_plan, merge_effects, run_effect
 
 TINY = {"seed": 0, "epochs": 2, "n_runs": 2, "n_individuals": 12}
 
@@ -119,12 +119,12 @@ def test_merge_concatenates_and_validates(tmp_path):
 def test_cli(tmp_path, capsys):
     import argparse
 
-    from ctbench import fidelity_study, figure_runs
+    from ctbench.cli import figure_cmds, study_cmds
 
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="command", required=True)
-    fidelity_study.add_cli(sub)
-    figure_runs.add_cli(sub)
+    study_cmds.add_cli(sub)
+    figure_cmds.add_cli(sub)
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     _table("ce_step_size", [1.0] * 5, [2.0] * 5).to_csv(a, index=False)
     _table("mmd_length_scale", [1.0] * 5, [3.0] * 5).to_csv(b, index=False)
@@ -210,11 +210,10 @@ def test_training_switch_reuses_the_final_models_for_its_reference_setting(tmp_p
     # the reference value is what `ctbench evaluate --constrained` gives for the same models (Table 1's Cost cell):
     # the shared BL, which has no mutability of its own, is searched under the dataset's protected features too
     from ctbench.evaluation.aggregate import reduction_table
-    from ctbench.evaluation.runner import run_evaluate
+    from ctbench.experiments.evaluation import run
 
-    ev = run_evaluate([f"full={paths['full_s0']}", f"vanilla={paths['vanilla_s0']}"], tmp_path / "e.csv.gz",
-                      constrained=True, protocol_overrides={"n_runs": TINY["n_runs"],
-                                                            "n_individuals": TINY["n_individuals"]})
+    ev = run({"models": {"full": paths["full_s0"], "vanilla": paths["vanilla_s0"]}, "constrained": True,
+              "settings": {"n_runs": TINY["n_runs"], "n_individuals": TINY["n_individuals"]}})
     cost = reduction_table(ev, "cost", kind="cost", avg_row=False)["reduction_pct"].iloc[0]
     z = pd.read_csv(tmp_path / "z.csv").set_index("metric")
     assert z.loc["Cost", "reference"] == pytest.approx(cost)

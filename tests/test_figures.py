@@ -1,4 +1,5 @@
-"""Figure 1 and the MNIST figures (runs: ctbench/figure_runs/, drawing: ctbench/report/figures.py)."""
+"""Figure 1 and the MNIST figures (runs: ctbench/experiments/figure_runs/, drawing: ctbench/report/figures.py,
+written by ctbench/cli/figure_cmds.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ctbench.figure_runs import PANELS, figure1, mnist_figures
+from ctbench.cli.figure_cmds import write_figure1, write_mnist_figures
+from ctbench.experiments.figure_runs import PANELS, figure1, mnist_figures
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("CTBENCH_DATA") or REPO.parent / "shared" / "data")
@@ -20,7 +22,7 @@ HAVE_MNIST = (DATA / "mnist" / "t10k-images-idx3-ubyte.gz").is_file()
 @pytest.fixture(scope="module")
 def fig1(tmp_path_factory):
     out = tmp_path_factory.mktemp("fig1")
-    return out, figure1(out, seed=0)  # the full 30 epochs (about 5 s)
+    return out, write_figure1(figure1(seed=0), out)  # the full 30 epochs (about 5 s)
 
 
 def test_figure1_writes_files(fig1):
@@ -84,8 +86,8 @@ def test_mnist_figures(tmp_path, monkeypatch):
                            overrides={"training.nce": 40, "training.batch_size": 100})
         paths[name] = train_from_config(cfg).save(tmp_path / f"{name}.pt")
     out = tmp_path / "figs"
-    res = mnist_figures(paths["ct"], paths["bl"], out, n_factuals=2, targets=(1, 2), max_iter=40,
-                        classes=(5, 9), attribution_samples=4, steps=8)
+    res = write_mnist_figures(mnist_figures(paths["ct"], paths["bl"], n_factuals=2, targets=(1, 2), max_iter=40,
+                                            classes=(5, 9), attribution_samples=4, steps=8), out)
     for stem in ("mnist_counterfactuals", "mnist_attribution"):
         for ext in ("png", "pdf", "csv"):
             assert (out / f"{stem}.{ext}").stat().st_size > 0

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ctbench import grids
+from ctbench.cli import grid_cmds
 from ctbench.config import resolve_train_config
+from ctbench.experiments import grids
 from ctbench.paper_settings import final_hyperparameters
 
 SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -163,7 +164,7 @@ POINTS = ["tau0.75_egy5_T25_ecco", "tau0.9_egy0.5_T5_generic"]
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ctbench")
-    grids.add_cli(parser.add_subparsers(dest="command", required=True))
+    grid_cmds.add_cli(parser.add_subparsers(dest="command", required=True))
     return parser
 
 

@@ -1,43 +1,186 @@
-"""Issue 10 item 1: the report layer reads result files and draws; it never trains, searches or loads data. A report
-module importing the training/search layers (as ``report/figures.py`` once trained Figure 1's models) fails here."""
+"""Issue 10 item 1: layers that import only downward, checked on the AST of every module (module-level and
+function-local imports alike):
+
+core (data, models, constraints, generators, training, evaluation metrics, ...) → experiments (one module per paper
+stage; no argparse, no plotting) → report (reads result files, draws) → surfaces (``ctbench/cli/``, the only place
+with argparse; the Python API ``ctbench/api.py``; the Snakemake glue ``workflow``/``workflow_check``).
+
+The checks run on any package directory, so the tests below also show that each check fails on a deliberately bad
+module (a copy of the package with one bad file added)."""
 
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
+
+import pytest
 
 import ctbench
 
 PKG = Path(ctbench.__file__).resolve().parent
+#: top-level names of each layer above the core (every other ctbench module is core)
+EXPERIMENTS = {"experiments"}
+REPORT = {"report"}
+SURFACES = {"cli", "api", "workflow", "workflow_check", "__main__"}
 #: ctbench modules that train, search, load models or data, or run experiments: not for the report layer
-FORBIDDEN = {"api", "training", "generators", "models", "constraints", "stacked", "data", "figure_runs",
-             "fidelity_study", "consistency_study", "consistency_search", "bench", "bench_population"}
+FORBIDDEN_IN_REPORT = {"api", "training", "generators", "models", "constraints", "stacked", "data",
+                       "experiments.figure_runs", "experiments.fidelity", "experiments.consistency",
+                       "experiments.consistency_search", "experiments.bench", "experiments.bench_population",
+                       "experiments.evaluation", "experiments.robustness", "experiments.attributions"}
 
 
-def _imported_ctbench_modules(path: Path) -> set[str]:
-    """Dotted ``ctbench.…`` names imported by ``path`` (relative imports resolved against its package)."""
-    package = list(path.relative_to(PKG.parent).with_suffix("").parts[:-1])
-    names = set()
+def _modules(pkg: Path) -> dict[str, Path]:
+    """Dotted module name → file, for every module of the package at ``pkg``."""
+    out = {}
+    for path in pkg.rglob("*.py"):
+        parts = list(path.relative_to(pkg.parent).with_suffix("").parts)
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _imports(path: Path, pkg: Path, modules: dict[str, Path]) -> set[str]:
+    """Every module ``path`` imports (top-level names for third-party ones, dotted names for ctbench's): relative
+    imports resolved against its package, ``from pkg import submodule`` as the submodule."""
+    rel = path.relative_to(pkg.parent).with_suffix("").parts
+    package = list(rel if rel[-1] == "__init__" else rel[:-1])
+    package = package[:-1] if package[-1:] == ["__init__"] else package
+    names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             base = package[:len(package) - node.level + 1] if node.level else []
             mod = ".".join(base + ([node.module] if node.module else []))
-            names |= {mod} | ({f"{mod}.{a.name}" for a in node.names} if not node.module else set())
-    return {n for n in names if n.startswith("ctbench.")}
+            subs = {f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in modules}
+            names |= subs if subs and len(subs) == len(node.names) else {mod} | subs
+    return {n if n.split(".")[0] == pkg.name else n.split(".")[0] for n in names}
 
 
-def test_resolver_sees_relative_imports():
-    assert "ctbench.api" in _imported_ctbench_modules(PKG / "grids" / "runner.py")  # inside a function, two dots
-    assert "ctbench.report.figures" in _imported_ctbench_modules(PKG / "figure_runs" / "linear.py")
-    assert "ctbench.io" in _imported_ctbench_modules(PKG / "report" / "mnist_grid.py")
+def _graph(pkg: Path) -> dict[str, set[str]]:
+    modules = _modules(pkg)
+    return {m: {i for i in _imports(p, pkg, modules) if i in modules and i != m} for m, p in modules.items()}
 
 
-def test_report_does_not_import_training_or_experiments():
+def _layer(module: str) -> str:
+    top = module.split(".")[1] if "." in module else ""
+    return ("experiments" if top in EXPERIMENTS else "report" if top in REPORT else
+            "surface" if top in SURFACES else "core")
+
+
+def layer_violations(pkg: Path) -> list[str]:
+    """Every import that breaks the layering (empty when the package is layered)."""
+    modules = _modules(pkg)
     bad = []
-    for path in sorted((PKG / "report").rglob("*.py")):
-        for mod in _imported_ctbench_modules(path):
-            if mod.split(".")[1] in FORBIDDEN:
-                bad.append(f"{path.relative_to(PKG.parent)} imports {mod}")
-    assert not bad, "the report layer must only read results:\n" + "\n".join(bad)
+    for mod, path in sorted(modules.items()):
+        imported = _imports(path, pkg, modules)
+        layer = _layer(mod)
+        if "argparse" in imported and not mod.startswith(f"{pkg.name}.cli"):
+            bad.append(f"{mod} imports argparse (only {pkg.name}.cli may)")
+        if layer == "experiments":
+            bad += [f"{mod} imports {i} (experiments draw nothing)" for i in sorted(imported & {"matplotlib",
+                                                                                             "seaborn"})]
+        ups = {"core": ("experiments", "report", "surface"), "experiments": ("report", "surface"),
+               "report": ("surface",)}.get(layer, ())
+        bad += [f"{mod} ({layer}) imports {i} ({_layer(i)})" for i in sorted(imported)
+                if i in modules and _layer(i) in ups]
+        if layer == "report":
+            bad += [f"{mod} imports {i} (the report only reads results)" for i in sorted(imported)
+                    if i in modules and any(i == f"{pkg.name}.{f}" or i.startswith(f"{pkg.name}.{f}.")
+                                            for f in FORBIDDEN_IN_REPORT)]
+    return bad
+
+
+def import_cycles(pkg: Path) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan) of the import graph."""
+    graph, index, low, stack, on, out = _graph(pkg), {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_resolver_sees_relative_and_local_imports():
+    modules = _modules(PKG)
+    runner = _imports(PKG / "experiments" / "grids" / "runner.py", PKG, modules)
+    assert "ctbench.training.pipeline" in runner  # inside a function, three dots
+    assert "ctbench.data.files" in _imports(PKG / "data" / "tabular.py", PKG, modules)  # `from . import files`
+    assert "ctbench.data" not in _imports(PKG / "data" / "tabular.py", PKG, modules)
+    assert "ctbench.io" in _imports(PKG / "report" / "mnist_grid.py", PKG, modules)
+    assert "argparse" in _imports(PKG / "cli" / "__init__.py", PKG, modules)
+
+
+def test_the_package_is_layered():
+    bad = layer_violations(PKG)
+    assert not bad, "imports against the layering:\n" + "\n".join(bad)
+
+
+def test_no_import_cycle():
+    cycles = import_cycles(PKG)
+    assert not cycles, f"import cycles between ctbench modules: {cycles}"
+
+
+def test_every_stage_offers_jobs_and_run():
+    from ctbench.experiments import STAGES, stage
+
+    assert set(STAGES) == {"evaluation", "robustness", "attributions", "grids", "fidelity", "consistency", "prop31",
+                           "figures", "bench"}
+    for name in STAGES:
+        mod = stage(name)
+        assert callable(mod.jobs) and callable(mod.run), name
+    with pytest.raises(ValueError, match="unknown stage"):
+        stage("nope")
+
+
+@pytest.fixture
+def copy_of_package(tmp_path):
+    dst = tmp_path / "ctbench"
+    shutil.copytree(PKG, dst, ignore=shutil.ignore_patterns("__pycache__", "published", "claims"))
+    return dst
+
+
+@pytest.mark.parametrize("where, text, expected", [
+    ("experiments/bad.py", "import argparse\n", "imports argparse"),
+    ("report/bad.py", "def f():\n    import argparse\n", "imports argparse"),
+    ("experiments/bad.py", "def f():\n    from matplotlib.figure import Figure\n", "draw nothing"),
+    ("experiments/bad.py", "from ..report.tables import write_report\n", "(experiments) imports ctbench.report"),
+    ("experiments/bad.py", "from ..cli import main\n", "(experiments) imports ctbench.cli"),
+    ("training/bad.py", "def f():\n    from ..experiments import grids\n", "(core) imports ctbench.experiments"),
+    ("models_bad.py", "from .api import load_model\n", "(core) imports ctbench.api"),
+    ("report/bad.py", "from ..training import train\n", "the report only reads results"),
+])
+def test_the_layer_check_fails_on_a_bad_module(copy_of_package, where, text, expected):
+    assert layer_violations(copy_of_package) == []
+    (copy_of_package / where).write_text(text)
+    assert any(expected in v for v in layer_violations(copy_of_package)), layer_violations(copy_of_package)
+
+
+def test_the_cycle_check_fails_on_a_cycle(copy_of_package):
+    """The cycle this issue found (the grid CLI imported the report's grid figures, which imported the grids), made
+    again with a function-local import."""
+    assert import_cycles(copy_of_package) == []
+    figures = copy_of_package / "report" / "grid_figures.py"
+    figures.write_text(figures.read_text() + "\n\ndef _bad():\n    from ..cli import grid_cmds\n")
+    assert ["ctbench.cli.grid_cmds", "ctbench.report.grid_figures"] in import_cycles(copy_of_package)

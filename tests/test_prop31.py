@@ -1,4 +1,5 @@
-"""Numerical check of Proposition 3.1 (ctbench.theory.prop31): simulation, assumption checks, training, statistics."""
+"""Numerical check of Proposition 3.1 (ctbench.experiments.prop31): simulation, assumption checks, training,
+statistics."""
 
 import math
 from dataclasses import replace
@@ -9,9 +10,9 @@ import pytest
 import torch
 
 from ctbench.constraints import Constraints
+from ctbench.experiments import prop31 as P
 from ctbench.generators.base import Convergence
 from ctbench.generators.generic import GenericGenerator
-from ctbench.theory import prop31 as P
 from ctbench.training import CounterfactualGroup, Objective
 
 CLEAN = P.Setting.from_gaps(1.0, 1.0, n=100)
@@ -230,8 +231,10 @@ def test_violations_run_and_are_labelled():
 
 
 def test_main_quick_writes_the_report_files(tmp_path):
-    files = P.main(tmp_path, quick=True, cfg=P.TrainConfig(n_iter=60, record_every=10), seeds=[0, 1],
-                   trainer_cfg=P.TrainerArmConfig(epochs=2))
+    from ctbench.cli.study_cmds import write_prop31
+
+    files = write_prop31(P.check(quick=True, cfg=P.TrainConfig(n_iter=60, record_every=10), seeds=[0, 1],
+                                 trainer_cfg=P.TrainerArmConfig(epochs=2)), tmp_path)
     for name in ("prop31_summary.csv", "prop31_violations.csv", "prop31_paths.png", "prop31_sensitivity.png",
                  "prop31_paths.pdf", "prop31_sensitivity.pdf", "prop31_settings.csv", "prop31_trainer_runs.csv"):
         assert (tmp_path / name).stat().st_size > 0, name

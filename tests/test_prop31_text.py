@@ -8,8 +8,8 @@ from dataclasses import asdict
 import pandas as pd
 import pytest
 
+from ctbench.experiments import prop31 as P
 from ctbench.report.prop31_text import render_findings, render_settings, render_settings_section, render_violations
-from ctbench.theory import prop31 as P
 
 COLS = ["by", "group", "runs", "lowered", "share", "ci_low", "ci_high", "share_bl", "ci_low_bl", "ci_high_bl",
         "median_ratio", "median_rs_u", "median_rs_p", "median_rs_bl", "median_abs_w_imm_u", "median_abs_w_imm_p",
@@ -20,8 +20,10 @@ COLS = ["by", "group", "runs", "lowered", "share", "ci_low", "ci_high", "share_b
 def run(tmp_path_factory):
     """A tiny real run of both arms (``ctbench prop31 --quick`` with shorter training)."""
     out = tmp_path_factory.mktemp("prop31")
-    P.main(out, quick=True, cfg=P.TrainConfig(n_iter=60, record_every=10), seeds=[0, 1, 2],
-           trainer_cfg=P.TrainerArmConfig(epochs=3))
+    from ctbench.cli.study_cmds import write_prop31
+
+    write_prop31(P.check(quick=True, cfg=P.TrainConfig(n_iter=60, record_every=10), seeds=[0, 1, 2],
+                         trainer_cfg=P.TrainerArmConfig(epochs=3)), out)
     return out
 
 

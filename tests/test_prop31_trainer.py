@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from ctbench.constraints import Constraints
+from ctbench.experiments import prop31 as P
+from ctbench.experiments.prop31.general import relative_sensitivity
 from ctbench.generators.base import Convergence
 from ctbench.models import LinearModel
 from ctbench.report.claims import NOT_REPRODUCED, PARTLY, REPRODUCED, evaluate_claim, load_claims
-from ctbench.theory import prop31 as P
-from ctbench.theory.prop31.general import relative_sensitivity
 from ctbench.training import Objective, train
 from ctbench.training.trainer import TrainParams
 

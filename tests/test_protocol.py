@@ -113,8 +113,8 @@ def test_one_draw_per_lambda_and_rows_independent_of_other_models(models):
 def test_zeroed_synthetic_mutability_lambdas_are_off_by_default():
     """With λ_reg = λ_adv = 0 the logits explode and LS's constrained validity collapses (issue 11): the reference
     default trains synthetic mutability runs with the final table's λ's; the run records' setting is a switch."""
-    from ctbench.api import effective_objective
     from ctbench.paper_settings import model_config
+    from ctbench.training.pipeline import effective_objective
 
     cfg = model_config("lin_sep", "mutability", "full")
     ref = resolve_fidelity("reference")

@@ -1,14 +1,16 @@
 """The ``ctbench`` command line: the commands the workflow rules and people call."""
 
 # Modules: train_cmds (train, generate), data_cmds (data ...), eval_cmds (evaluate, robustness, attribution),
-# report_cmds (report, prop31, compare, book, bench); the experiment modules register their own commands.
+# grid_cmds (grid ..., tune select), figure_cmds (figure1, mnist-figures), study_cmds (fidelity-effect(s-merge),
+# consistency, prop31, bench), report_cmds (report, appendix, compare, book, gallery). The only argparse in ctbench:
+# the experiments (ctbench.experiments) and the report take plain arguments.
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from . import data_cmds, eval_cmds, report_cmds, train_cmds
+from . import data_cmds, eval_cmds, figure_cmds, grid_cmds, report_cmds, study_cmds, train_cmds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,15 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
     train_cmds.add_cli(sub)
     data_cmds.add_cli(sub)
     eval_cmds.add_cli(sub)
-
-    from .. import consistency_study, fidelity_study, figure_runs, grids
-    from ..report import appendix
-
-    grids.add_cli(sub)
-    figure_runs.add_cli(sub)
-    appendix.add_cli(sub)
-    fidelity_study.add_cli(sub)
-    consistency_study.add_cli(sub)
+    grid_cmds.add_cli(sub)
+    figure_cmds.add_cli(sub)
+    study_cmds.add_cli(sub)
     report_cmds.add_cli(sub)
     return p
 

@@ -1,4 +1,5 @@
-"""``ctbench evaluate``, ``robustness`` and ``attribution``: the paper's evaluations of saved models."""
+"""``ctbench evaluate``, ``robustness`` and ``attribution``: the paper's evaluations of saved models
+(:mod:`ctbench.experiments.evaluation`, ``.robustness``, ``.attributions``), written here."""
 
 from __future__ import annotations
 
@@ -12,28 +13,34 @@ def _protocol_overrides(items: list[str] | None) -> dict:
 
 
 def _cmd_evaluate(args) -> int:
-    from ..evaluation.runner import run_evaluate
+    from ..experiments.evaluation import parse_models, run, write
 
-    df = run_evaluate(args.model, args.out, protocol_overrides=_protocol_overrides(args.set),
-                      constrained=args.constrained, experiment=args.experiment, progress=not args.quiet)
+    job = {"models": parse_models(args.model), "experiment": args.experiment, "constrained": args.constrained,
+           "settings": _protocol_overrides(args.set)}
+    df = run(job, progress=not args.quiet)
+    write(df, args.out)
     summary = df.groupby("model")[["valid", "cost", "ip", "ip_star"]].mean()
     print(f"wrote {len(df)} rows to {args.out}\n{summary.to_string(float_format=lambda v: f'{v:.3f}')}")
     return 0
 
 
 def _cmd_robustness(args) -> int:
-    from ..evaluation.runner import run_robustness
+    from ..experiments.evaluation import parse_models, write
+    from ..experiments.robustness import run
 
-    df = run_robustness(args.model, args.out, seed=args.seed, experiment=args.experiment)
+    df = run({"models": parse_models(args.model), "seed": args.seed, "experiment": args.experiment})
+    write(df, args.out)
     print(f"wrote {len(df)} rows to {args.out}")
     return 0
 
 
 def _cmd_attribution(args) -> int:
-    from ..evaluation.runner import run_attribution
+    from ..experiments.attributions import run
+    from ..experiments.evaluation import parse_models, write
 
-    df = run_attribution(args.model, args.out, n_rounds=args.rounds, n_samples=args.samples, steps=args.steps,
-                         seed=args.seed, experiment=args.experiment)
+    df = run({"models": parse_models(args.model), "seed": args.seed, "experiment": args.experiment,
+              "n_rounds": args.rounds, "n_samples": args.samples, "steps": args.steps})
+    write(df, args.out)
     print(df.groupby("model")["value"].median().to_string())
     return 0
 

@@ -1,4 +1,4 @@
-"""``ctbench report``, ``prop31``, ``compare``, ``book`` and ``bench``."""
+"""``ctbench report``, ``appendix``, ``compare``, ``book`` and ``gallery``: the report layer's commands."""
 
 from __future__ import annotations
 
@@ -54,14 +54,6 @@ def _cmd_report(args) -> int:
     return 0
 
 
-def _cmd_prop31(args) -> int:
-    from ..theory.prop31 import main as prop31_main
-
-    written = prop31_main(args.out, quick=args.quick)
-    print(f"Proposition 3.1 check written to {args.out}: {written}")
-    return 0
-
-
 def _cmd_compare(args) -> int:
     from ..config import ConfigError
     from ..report.compare import Tolerance, compare_reports
@@ -91,18 +83,38 @@ def _cmd_book(args) -> int:
     return 0
 
 
-def _cmd_bench(args) -> int:
-    if args.population:
-        from ..bench_population import main as population_main
+def _cmd_appendix(args) -> int:
+    import json
 
-        return population_main(args.out, quick=args.quick)
-    from ..bench import main as bench_main
+    from ..errors import BadFileError
+    from ..io import atomic_write_json
+    from ..report.appendix import write_appendix
 
-    return bench_main(args)
+    inputs = [*(args.grids or []), *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
+    missing = [f for f in inputs if not Path(f).is_file()]
+    if missing:
+        raise BadFileError(f"appendix: input file(s) not found: {', '.join(missing)}")
+    out = Path(args.out)
+    written = write_appendix(out, grids=args.grids or [], models=args.models or [], tuned=args.tuned or [])
+    index = out / "index.json"
+    if index.exists():  # an existing report: list the new outputs next to the others
+        meta = json.loads(index.read_text())
+        meta.setdefault("written", {}).update(written)
+        atomic_write_json(index, meta)
+    print(f"wrote {', '.join(sorted(written))} to {out}")
+    return 0
+
+
+def _cmd_gallery(args) -> int:
+    from ..report.gallery import write_gallery
+
+    written = write_gallery(args.report, args.out)
+    print(f"gallery {args.out}: " + ", ".join(f"{s} {len(f)}" for s, f in written.items() if f))
+    return 0
 
 
 def add_cli(sub) -> None:
-    """Register ``report``, ``prop31``, ``compare``, ``book`` and ``bench``."""
+    """Register ``report``, ``appendix``, ``compare``, ``book`` and ``gallery``."""
     rp = sub.add_parser("report", help="the paper's tables and figures from evaluation outputs")
     rp.add_argument("--eval", nargs="*", help="outputs of ctbench evaluate")
     rp.add_argument("--robustness", nargs="*", help="outputs of ctbench robustness")
@@ -123,11 +135,6 @@ def add_cli(sub) -> None:
     rp.add_argument("--out", required=True, help="report folder")
     rp.set_defaults(func=_cmd_report)
 
-    p31 = sub.add_parser("prop31", help="numerical check of Proposition 3.1 on a linear-Gaussian simulation")
-    p31.add_argument("--quick", action="store_true", help="fewer seeds and settings")
-    p31.add_argument("--out", required=True)
-    p31.set_defaults(func=_cmd_prop31)
-
     cp = sub.add_parser("compare", help="which numbers of a fresh report moved against the committed result set")
     cp.add_argument("fresh", help="the fresh report folder, e.g. results/paper/report")
     cp.add_argument("--committed", default="paper/results/report", help="default: paper/results/report")
@@ -147,11 +154,15 @@ def add_cli(sub) -> None:
     bk.add_argument("--no-strict", dest="strict", action="store_false", help="do not treat Sphinx warnings as errors")
     bk.set_defaults(func=_cmd_book)
 
-    b = sub.add_parser("bench", help="throughput and training-time benchmarks")
-    b.add_argument("--out", default="benchmarks/results", help="folder for the JSON/Markdown results")
-    b.add_argument("--device", default="cpu")
-    b.add_argument("--threads", type=int, default=2)
-    b.add_argument("--quick", action="store_true", help="small sizes (a smoke run of the benchmark itself)")
-    b.add_argument("--population", action="store_true",
-                   help="G single runs in a loop vs one population of G (G = 1, 9, 36, 100; LS and Adult size)")
-    b.set_defaults(func=_cmd_bench)
+    p = sub.add_parser("appendix", help="appendix Tables 2 and 4-6 and the tuning figures (30-65) from the "
+                                               "grid chunk CSVs, final model files and best.json files")
+    p.add_argument("--grids", nargs="*", help="chunk CSVs of ctbench grid run (grid searches and tuning)")
+    p.add_argument("--models", nargs="*", help="final model files (.pt; their .pt.json sidecars are read)")
+    p.add_argument("--tuned", nargs="*", help="best.json files of the tuning stage")
+    p.add_argument("--out", required=True, help="report folder (its index.json, if any, is updated)")
+    p.set_defaults(func=_cmd_appendix)
+
+    ga = sub.add_parser("gallery", help="sort a report folder into one folder per stage (Snakemake's report)")
+    ga.add_argument("--report", required=True, help="report folder (ctbench report --out)")
+    ga.add_argument("--out", required=True, help="gallery folder, one sub-folder per stage")
+    ga.set_defaults(func=_cmd_gallery)

@@ -42,7 +42,7 @@ def _train_configs(args) -> list[dict]:
 
 
 def _cmd_train(args) -> int:
-    from ..api import FailedTraining, train_from_config, train_population_from_configs
+    from ..training.pipeline import FailedTraining, train_from_config, train_population_from_configs
 
     cfgs = _train_configs(args)
     if len(cfgs) == 1:
@@ -98,10 +98,10 @@ def _read_matrix(path: str, option: str = "--factuals") -> np.ndarray:
 def _cmd_generate(args) -> int:
     import pandas as pd
 
-    from ..api import load_model
     from ..checks import check_value
     from ..errors import UserInputError
     from ..io import atomic_write_text
+    from ..training.pipeline import load_model
     from ..yaml12 import split_assignment
 
     trained = load_model(args.model)

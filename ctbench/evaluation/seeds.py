@@ -3,7 +3,7 @@ seed-level estimate of a reduction (one value per training seed, then a t-interv
 
 The paper's ± covers only the redrawing of evaluation individuals given one trained CT and one trained BL model; a
 second training seed can move a cell by more than that. Used by Table 1 (:mod:`ctbench.report.table1`) and by the
-fidelity study (:mod:`ctbench.fidelity_study`), so both state the same two uncertainties.
+fidelity study (:mod:`ctbench.experiments.fidelity`), so both state the same two uncertainties.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ closed form (:meth:`GradientGenerator.target_logit_grad`, defined by the same cl
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -28,6 +28,7 @@ from torch import nn
 
 from ..constraints import Constraints
 from .mlp_grad import mlp_layers
+from .result import CounterfactualResult
 
 
 def check_batch(x, target, constraints: Constraints | None):
@@ -60,29 +61,6 @@ class Convergence:
             raise ValueError(f"convergence.tau: {self.tau} must lie in (0, 1]")
         if int(self.max_iter) < 0:
             raise ValueError(f"convergence.max_iter: {self.max_iter} must be >= 0")
-
-
-@dataclass
-class CounterfactualResult:
-    """Everything a search returns, one row per factual."""
-
-    factual: torch.Tensor          # (B, D)
-    target: torch.Tensor           # (B,) long
-    counterfactual: torch.Tensor   # (B, D) final x'
-    nascent: torch.Tensor          # (B, D) last path point within the L∞ ε-ball of the factual
-    mature: torch.Tensor           # (B,) bool
-    steps: torch.Tensor            # (B,) long, number of updates taken
-    prob_target: torch.Tensor      # (B,) p(y⁺ | x') at the end
-    initially_valid: torch.Tensor  # (B,) bool: the factual already met the threshold; no step was taken
-
-    def __len__(self) -> int:
-        return self.factual.shape[0]
-
-    def to(self, device) -> CounterfactualResult:
-        return CounterfactualResult(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
-
-    def select(self, index) -> CounterfactualResult:
-        return CounterfactualResult(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
 
 def empty_result(x: torch.Tensor, target: torch.Tensor) -> CounterfactualResult:
@@ -146,6 +124,11 @@ class GradientGenerator:
         the target logit besides the L1 cost. A subclass overriding :meth:`penalty` without it uses autograd.
         """
         return None
+
+    def replaces(self, method: str) -> bool:
+        """Whether this generator's class overrides :class:`GradientGenerator`'s ``method`` (the closed-form MLP
+        search, :mod:`.mlp_search`, takes its fast path only for the defaults)."""
+        return getattr(type(self), method) is not getattr(GradientGenerator, method)
 
     def encode(self, x: torch.Tensor, rng: torch.Generator | None) -> torch.Tensor:
         return x

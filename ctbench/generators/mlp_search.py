@@ -20,8 +20,8 @@ import threading
 import torch
 import torch.nn.functional as F
 
-from .base import CounterfactualResult, GradientGenerator
 from .mlp_grad import Layers, first_layer_grad, forward
+from .result import CounterfactualResult
 
 _CACHE_BYTES = 64 << 20  # a CPU workspace up to this size is kept for the next call
 _cache: dict = {}
@@ -37,8 +37,9 @@ def chunk_rows(n: int, n_features: int, layers: Layers) -> int:
     return max(1, -(-n // chunks))
 
 
-def search_mlp(gen: GradientGenerator, model, layers: Layers, x, target, cons, conv, rows: int | None = None):
-    """:meth:`GradientGenerator.search` in feature space for a model with ``mlp_layers(model) == layers``."""
+def search_mlp(gen, model, layers: Layers, x, target, cons, conv, rows: int | None = None):
+    """:meth:`.base.GradientGenerator.search` (``gen``) in feature space for a model with
+    ``mlp_layers(model) == layers``."""
     B = x.shape[0]
     zeros = [torch.zeros(B, dtype=d, device=x.device) for d in (torch.bool, torch.long, x.dtype, torch.bool)]
     res = CounterfactualResult(x, target, torch.empty_like(x), torch.empty_like(x), *zeros)
@@ -87,10 +88,10 @@ def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, wor
     codes = cons.codes(x.device)
     lo, hi = cons.row_bounds(x, codes)
     per_row_bounds = lo is not None and lo.ndim == 2
-    plain = (type(gen).direction is GradientGenerator.direction and codes is None and not cons.categorical_groups
-             and type(gen).postprocess is GradientGenerator.postprocess)
+    plain = (not gen.replaces("direction") and codes is None and not cons.categorical_groups
+             and not gen.replaces("postprocess"))
     w1 = layers[0][0].t()  # (H, D): ∇ₓ = (dL/dh₁) @ w1
-    penalised = type(gen).target_logit_grad is not GradientGenerator.target_logit_grad
+    penalised = gen.replaces("target_logit_grad")
     minus_one = torch.full((1, 1), -1.0, dtype=x.dtype, device=x.device)
 
     out_cf, out_nascent, out_mature, out_steps = res.counterfactual, res.nascent, res.mature, res.steps

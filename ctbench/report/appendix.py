@@ -179,35 +179,4 @@ def write_appendix(out: str | Path, *, grids: Iterable[str | Path] = (), models:
     return written
 
 
-def _cmd_appendix(args) -> int:
-    from ..errors import BadFileError
-    from ..io import atomic_write_json
-
-    inputs = [*(args.grids or []), *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
-    missing = [f for f in inputs if not Path(f).is_file()]
-    if missing:
-        raise BadFileError(f"appendix: input file(s) not found: {', '.join(missing)}")
-    out = Path(args.out)
-    written = write_appendix(out, grids=args.grids or [], models=args.models or [], tuned=args.tuned or [])
-    index = out / "index.json"
-    if index.exists():  # an existing report: list the new outputs next to the others
-        meta = json.loads(index.read_text())
-        meta.setdefault("written", {}).update(written)
-        atomic_write_json(index, meta)
-    print(f"wrote {', '.join(sorted(written))} to {out}")
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    """``ctbench appendix``: the appendix outputs alone, e.g. into a committed report folder (``ctbench report``
-    writes them too)."""
-    p = subparsers.add_parser("appendix", help="appendix Tables 2 and 4-6 and the tuning figures (30-65) from the "
-                                               "grid chunk CSVs, final model files and best.json files")
-    p.add_argument("--grids", nargs="*", help="chunk CSVs of ctbench grid run (grid searches and tuning)")
-    p.add_argument("--models", nargs="*", help="final model files (.pt; their .pt.json sidecars are read)")
-    p.add_argument("--tuned", nargs="*", help="best.json files of the tuning stage")
-    p.add_argument("--out", required=True, help="report folder (its index.json, if any, is updated)")
-    p.set_defaults(func=_cmd_appendix)
-
-
-__all__ = ["PERFORMANCE_TABLE", "add_cli", "final_hyperparameters", "grid_performance", "write_appendix"]
+__all__ = ["PERFORMANCE_TABLE", "final_hyperparameters", "grid_performance", "write_appendix"]

@@ -218,23 +218,3 @@ def build_book(report_dir: str | Path | None, book_dir: str | Path = "paper", ou
             raise BookBuildError("book: markup shown as text instead of rendered (strict build):\n"
                                  + "\n".join(f"  {page}: {frag!r}" for page, frag in leaks[:40]))
     return html
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ctbench.report.book --report DIR [--book paper] [--out DIR] [--no-strict]``."""
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="ctbench-book", description="build the Jupyter Book from a report folder")
-    ap.add_argument("--report", required=False, help="report folder (ctbench report --out)")
-    ap.add_argument("--book", default="paper")
-    ap.add_argument("--out", default=None, help="folder for _build/html (default: the book folder)")
-    ap.add_argument("--claims", default=None, help="claims.yaml to evaluate (default: verdicts.csv or claims.yaml)")
-    ap.add_argument("--no-strict", dest="strict", action="store_false")
-    args = ap.parse_args(argv)
-    html = build_book(args.report, args.book, args.out, strict=args.strict, claims_yaml=args.claims)
-    print(html)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

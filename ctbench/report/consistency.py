@@ -1,5 +1,5 @@
 """Report tables and the figure of the consistency study, from the per-counterfactual files of
-``ctbench consistency`` (:mod:`ctbench.consistency_study`).
+``ctbench consistency`` (:mod:`ctbench.experiments.consistency`).
 
 * ``consistency_table1``: 003's Table 1 regenerated — per method × dataset the mean invalidation rate over valid
   counterfactuals under LOO and RS, validity, mean L1/L2 cost, next to the published IV and L2 cost;
@@ -95,7 +95,7 @@ def table1(df: pd.DataFrame, published_dir: str | Path | None) -> pd.DataFrame:
 
 
 def r2_table(df: pd.DataFrame, published_dir: str | Path | None) -> pd.DataFrame:
-    from ..invalidation import r_squared
+    from ..experiments.invalidation import r_squared
 
     d = _labels(df[(df["part"] == "black2022") & df["valid"].astype(bool)])
     rows = []

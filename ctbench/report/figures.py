@@ -1,8 +1,8 @@
 """Drawing of the paper's qualitative figures from the runs' arrays and tables: Figure 1 (linear classifiers on LS)
 and the MNIST counterfactuals and attribution maps.
 
-The runs (training, searches, attributions) are :mod:`ctbench.figure_runs`; these functions only draw what they are
-given, so the report layer never trains or searches.
+The runs (training, searches, attributions) are :mod:`ctbench.experiments.figure_runs`; these functions only draw
+what they are given, so the report layer never trains or searches.
 """
 
 from __future__ import annotations

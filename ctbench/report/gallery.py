@@ -2,14 +2,14 @@
 
 ``ctbench report`` writes many tables into one folder that the workflow declares only through ``index.json``;
 Snakemake's report can only show files that a rule declares with ``report(...)``. The ``report_gallery`` rule runs
-:func:`write_gallery` and declares each stage folder as ``report(directory(...), patterns=...)``, so that
+:func:`write_gallery` (``ctbench gallery``) and declares each stage folder as ``report(directory(...),
+patterns=...)``, so that
 ``snakemake --report report.html`` shows the tables and figures in one category per stage. Files are copied (the
 report folder is a few MB), never changed; a file that matches no stage goes to ``other`` so nothing new is lost.
 """
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import os
 import shutil
@@ -67,18 +67,3 @@ def write_gallery(report: str | Path, out: str | Path) -> dict[str, list[str]]:
         shutil.rmtree(out)
     os.replace(tmp, out)
     return written
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ctbench.report.gallery --report DIR --out DIR``."""
-    ap = argparse.ArgumentParser(prog="ctbench-gallery", description=__doc__.splitlines()[0])
-    ap.add_argument("--report", required=True, help="report folder (ctbench report --out)")
-    ap.add_argument("--out", required=True, help="gallery folder, one sub-folder per stage")
-    args = ap.parse_args(argv)
-    written = write_gallery(args.report, args.out)
-    print(f"gallery {args.out}: " + ", ".join(f"{s} {len(f)}" for s, f in written.items() if f))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

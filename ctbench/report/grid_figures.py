@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..grids import GRIDS, epochs_path
+from ..experiments.grids import GRIDS, epochs_path
 from ..io import save_figure
 
 #: column of each grid parameter in a chunk CSV, and its axis label

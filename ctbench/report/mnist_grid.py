@@ -7,7 +7,7 @@ factuals. Reference §7.8 records the authors' settings for this figure: ECCo wi
 among the test images of its class that *both* models classify correctly, so every row starts from a point both agree
 on (all images of the class where no image qualifies; ``factual_correct_for_all`` says which). All 90 searches
 of a model run as one batch (one :meth:`~ctbench.api.TrainedModel.counterfactuals` call) in
-:func:`ctbench.figure_runs.grid_searches`; this module only draws and writes their result.
+:func:`ctbench.experiments.figure_runs.grid_searches`; this module only draws and writes their result.
 
 Outputs: ``mnist_grid_ct.png``/``.pdf`` (Figure 4), ``mnist_grid_bl.png``/``.pdf`` (Figure 5) and ``mnist_grid.csv``
 (one row per model, factual class and target: test index, p(target), predicted class, validity, steps, L1 cost).
@@ -62,7 +62,7 @@ def grid_figure(images: np.ndarray, table: pd.DataFrame, model: str, title: str 
 
 def write_mnist_grids(res: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
     """Draw and write ``mnist_grid_{ct,bl}.png/.pdf`` and ``mnist_grid.csv`` from the result of
-    :func:`ctbench.figure_runs.grid_searches` (``images``, ``table``, ``generator``, ``convergence``)."""
+    :func:`ctbench.experiments.figure_runs.grid_searches` (``images``, ``table``, ``generator``, ``convergence``)."""
     out = Path(out_dir)
     paths = []
     g, c = res["generator"], res["convergence"]

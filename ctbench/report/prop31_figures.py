@@ -1,4 +1,4 @@
-"""Figures of the Proposition 3.1 check (:mod:`ctbench.theory.prop31`): coefficient paths of the closed-form arm
+"""Figures of the Proposition 3.1 check (:mod:`ctbench.experiments.prop31`): coefficient paths of the closed-form arm
 and the per-run effect of protection, each written as PNG and PDF."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..experiments.prop31.closed_form import ARMS, relative_sensitivity
+from ..experiments.prop31.simulation import IMM, MUT
 from ..io import save_figure
-from ..theory.prop31.closed_form import ARMS, relative_sensitivity
-from ..theory.prop31.simulation import IMM, MUT
 
 # -- plots ---------------------------------------------------------------------------------------------------------
 _ARM_NAMES = {"u": "unprotected CT", "p": "protected CT", "bl": "baseline (CE only)"}

@@ -29,6 +29,8 @@ from ..evaluation.seeds import SEED_LEVEL, pool_seeds  # noqa: F401 (SEED_LEVEL 
 from ..evaluation.seeds import seed_level as _seed_level
 
 #: the version reproduced (``../shared/papers/000_…``), then the final version and the March 2025 preprint
+#: the published tables shipped with ctbench (defined here, below the claims rules and ``tables``, which both use it)
+PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
 PRIMARY = "preprint_2025_07"
 VERSIONS = ("preprint_2025_07", "satml_2026", "preprint_2025_03")
 VERSION_LABELS = {"preprint_2025_07": "July 2025 preprint", "satml_2026": "final (SaTML 2026)",

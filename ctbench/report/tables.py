@@ -19,7 +19,7 @@ from ..errors import BadFileError
 from ..evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
 from ..io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
 from .markdown import frame_to_markdown
-from .table1 import agreement_counts, compare_versions, pool_seeds
+from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, pool_seeds
 from .table1 import table1 as table1_cells
 
 #: our dataset names → the paper's labels
@@ -204,7 +204,6 @@ def _write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any]
     written[name] = {"rows": len(df), "csv": f"{name}.csv", "md": f"{name}.md"}
 
 
-PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
 
 
 def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), robustness: Iterable[str | Path] = (),

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..grids import GRIDS
+from ..experiments.grids import GRIDS
 from ..io import atomic_write_text, save_figure
 from .grid_figures import PARAM_LABELS, load_chunks, varied_parameters
 

@@ -73,4 +73,4 @@ rule report_gallery:
     log:
         f"{RES}/logs/report_gallery.log",
     shell:
-        "python -m ctbench.report.gallery --report {RES}/report --out {RES}/report_gallery > {log} 2>&1"
+        "ctbench gallery --report {RES}/report --out {RES}/report_gallery > {log} 2>&1"

@@ -306,7 +306,7 @@ def _published_cells(published_dir: str) -> pd.DataFrame:
 
 def published_cell(version: str, dataset: str, metric: str, published_dir: str | Path | None = None) -> dict | None:
     """The published reduction, ± and star of one Table-1 cell in one version (None when that version has none)."""
-    from ..tables import PUBLISHED_DIR
+    from ..table1 import PUBLISHED_DIR
 
     cells = _published_cells(str(published_dir or PUBLISHED_DIR))
     key = (version, dataset, metric)

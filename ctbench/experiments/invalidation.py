@@ -31,8 +31,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .stacked import StackedMLP
-from .training.population import Member
+from ..stacked import StackedMLP
+from ..training.population import Member
 
 #: RS seed of member i of base seed s: s · RS_SEED_STRIDE + i (i = 1..n)
 RS_SEED_STRIDE = 1000

@@ -1,6 +1,7 @@
 """The grids of appendix Notes 3-11: parameters, Note 1 defaults, point ids, shared-BL keys, chunks.
 
-A grid value is checked when the grid is defined (not inside a job); see :mod:`ctbench.grids` for the whole stage.
+A grid value is checked when the grid is defined (not inside a job); see :mod:`ctbench.experiments.grids` for the whole
+stage.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..paper_settings import SYNTHETIC
+from ...errors import ConfigError
+from ...paper_settings import SYNTHETIC
 
 #: grid parameter → (dotted key of the ``ctbench train`` config, label in point ids; "" = the value itself)
 PARAMS: dict[str, tuple[str, str]] = {
@@ -103,7 +104,7 @@ def _fmt(v: Any) -> str:
 def _norm_value(name: str, v: Any, where: str = "") -> Any:
     """A grid value checked by the rule of the config setting it sets (:data:`ctbench.checks.RULES`: type and
     range, e.g. τ in (0, 1]), so a bad grid value fails when the grid is defined, not inside a job."""
-    from ..checks import check_value
+    from ...checks import check_value
 
     where = where or f"grid parameter {name}"
     if v is None and name == "step_size":

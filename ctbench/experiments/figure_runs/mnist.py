@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..io import atomic_write_json, atomic_write_text, provenance, save_figure
+from ...io import provenance
 
 
 def pick_factuals(X: np.ndarray, y: np.ndarray, preds: dict[str, np.ndarray], n_classes: int,
@@ -78,28 +78,26 @@ def grid_searches(models: dict[str, Any], X: np.ndarray, y: np.ndarray, *, seed:
     return {"factuals": idx, "images": images, "table": pd.DataFrame(rows), "generator": gen, "convergence": conv}
 
 
-def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, out_dir: str | Path, seed: int = 42, *,
+def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, seed: int = 42, *,
                   n_factuals: int = 3, factual_class: int = 0, targets: Sequence[int] = (1, 2, 3, 4),
                   lambda_energy: float = 1.0, lambda_cost: float = 0.001, max_iter: int = 1000,
                   use_constraints: bool = True, classes: Sequence[int] = (5, 6, 7, 8, 9),
                   attribution_samples: int | None = None, steps: int = 50, data=None, grid10: bool = True,
-                  grid10_lambda_energy: float = 25.0) -> dict[str, Any]:
+                  grid10_lambda_energy: float = 25.0) -> pd.DataFrame:
     """The MNIST counterfactual grid and class-conditional attribution maps of a CT and a BL model; with ``grid10``
     also the appendix's 10×10 grids (Figures 4–5, :func:`grid_searches`, ECCo λ_egy ``grid10_lambda_energy``).
 
     ``data``: the dataset (default: rebuilt from the CT model's metadata, as ``ctbench evaluate`` does);
     ``attribution_samples``: at most this many test images per class for the maps (default: all, as the paper).
-    Returns the written paths and the two tables.
+    Returns the counterfactual table (``mnist_counterfactuals.csv``) with what the drawing needs in its ``attrs``
+    (``attribution`` table, ``maps``, ``grid``, images, ``meta`` sidecar); :func:`ctbench.cli.figure_cmds.
+    write_mnist_figures` draws and writes them.
     """
-    from ..api import load_model
-    from ..data import load_dataset
-    from ..evaluation.attribution import class_attribution_maps
-    from ..report.figures import mnist_attribution_plot, mnist_counterfactual_plot
-    from ..report.mnist_grid import write_mnist_grids
+    from ...data import load_dataset
+    from ...evaluation.attribution import class_attribution_maps
+    from ...training.pipeline import load_model
 
     t0 = time.perf_counter()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     models = {"BL": load_model(bl_model_path), "CT": load_model(ct_model_path)}
     for name, m in models.items():
         if m.meta["model_spec"]["n_features"] != 784:
@@ -144,14 +142,10 @@ def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, out_dir:
                              "steps": int(res.steps[r]), "cost_l1": float(delta[r].sum()),
                              "max_change_protected": float(delta[r, protected].max()) if protected else np.nan})
         cf_table = pd.DataFrame(rows)
-        fig = mnist_counterfactual_plot(X, idx, cfs, cf_table, factual_class, targets, lambda_energy=lambda_energy,
-                                        lambda_cost=lambda_cost, max_iter=max_iter)
-        paths = save_figure(fig, out / "mnist_counterfactuals")
-        paths.append(atomic_write_text(out / "mnist_counterfactuals.csv", cf_table.to_csv(index=False)))
+        grid = None
         if grid10:  # appendix Figures 4-5: every factual class × every target, one batched search per model
             grid = grid_searches(models, X, y, seed=seed, lambda_energy=grid10_lambda_energy, lambda_cost=lambda_cost,
                                  max_iter=max_iter, use_constraints=use_constraints, protected=protected)
-            paths += write_mnist_grids(grid, out)["paths"]
 
         # ---- class-conditional integrated gradients
         classes = [int(c) for c in classes]
@@ -177,9 +171,6 @@ def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, out_dir:
                           "mean_protected": float(mp[prot_mask].mean()) if prot_mask.any() else np.nan,
                           "mean_other": float(mp[~prot_mask].mean())})
     attr_table = pd.DataFrame(arows)
-    fig = mnist_attribution_plot(maps, classes, protected)
-    paths += save_figure(fig, out / "mnist_attribution")
-    paths.append(atomic_write_text(out / "mnist_attribution.csv", attr_table.to_csv(index=False)))
     side = {"kind": "mnist_figures", "models": {"CT": str(ct_model_path), "BL": str(bl_model_path)}, "seed": seed,
             "factual_class": factual_class, "factual_test_indices": idx.tolist(), "targets": targets,
             "generator": gen_spec, "convergence": conv, "use_constraints": use_constraints, "classes": classes,
@@ -188,6 +179,8 @@ def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, out_dir:
             "model_meta": {n: {"objective": m.meta.get("objective_effective"), "acc_test": m.meta.get("acc_test"),
                                "fidelity": m.fidelity.mode} for n, m in models.items()},
             "seconds": time.perf_counter() - t0, "provenance": provenance()}
-    paths.append(atomic_write_json(out / "mnist_figures.json", side))
-    return {"paths": paths, "counterfactuals": cf_table, "attribution": attr_table}
-
+    cf_table.attrs.update(attribution=attr_table, maps=maps, grid=grid, images=X, factuals=idx, counterfactuals=cfs,
+                          plot={"factual_class": factual_class, "targets": targets, "lambda_energy": lambda_energy,
+                                "lambda_cost": lambda_cost, "max_iter": max_iter, "classes": classes,
+                                "protected": protected}, meta=side)
+    return cf_table

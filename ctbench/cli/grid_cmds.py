@@ -1,5 +1,5 @@
-"""``ctbench grid {points,baseline,run,figures}`` and ``ctbench tune select`` (argparse only; the work is in the
-sibling modules)."""
+"""``ctbench grid {points,baseline,run,figures}`` and ``ctbench tune select`` (argparse only; the work is in
+:mod:`ctbench.experiments.grids`, the figures in :mod:`ctbench.report.grid_figures`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .configs import baseline_config
-from .definitions import GRIDS, baseline_key, baseline_keys, chunks, grid_points
-from .runner import run_chunk
-from .tuning import write_best
+from ..experiments.grids.configs import baseline_config
+from ..experiments.grids.definitions import GRIDS, baseline_key, baseline_keys, chunks, grid_points
+from ..experiments.grids.runner import run_chunk, write
+from ..experiments.grids.tuning import write_best
 
 
 def _json_arg(text: str | None, what: str) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def _common_train_kw(args) -> dict[str, Any]:
 
 
 def _cmd_baseline(args) -> int:
-    from ..api import train_from_config
+    from ..training.pipeline import train_from_config
 
     kw = _common_train_kw(args)
     cfg = baseline_config(args.grid, args.key, args.dataset, args.seed, args.fidelity, args.epochs,
@@ -90,10 +90,11 @@ def _cmd_run(args) -> int:
     else:
         raise ValueError("grid run: give --point ID (repeatable) or --chunk K --chunk-size N")
     kw = _common_train_kw(args)
-    df = run_chunk(args.grid, args.dataset, pts, args.baseline, args.out, _json_arg(args.eval, "--eval"), args.seed,
+    df = run_chunk(args.grid, args.dataset, pts, args.baseline, None, _json_arg(args.eval, "--eval"), args.seed,
                    fidelity=args.fidelity, epochs_override=args.epochs, config_overrides=_sets(args.set) or None,
                    grid_overrides=ov, apply_step_size=_apply_flag(args.apply_step_size),
                    save_models_dir=args.save_models, progress=not args.quiet, **kw)
+    write(df, args.out)
     means = df.groupby("point")[["ip_change_pct", "cost_change_pct", "validity_ct", "acc_test_ct"]].mean()
     print(f"wrote {len(df)} rows to {args.out}\n{means.to_string(float_format=lambda v: f'{v:.3f}')}")
     return 0
@@ -165,7 +166,7 @@ def add_cli(subparsers) -> None:
     _train_args(r)
     r.set_defaults(func=_cmd_run)
 
-    f = gsub.add_parser("figures", help="appendix figures (% change vs BL, share of mature CEs) from chunk CSVs")
+    f = gsub.add_parser("figures", help="appendix figures (%% change vs BL, share of mature CEs) from chunk CSVs")
     f.add_argument("csv", nargs="+", help="chunk CSVs (their .epochs.csv files are read too)")
     f.add_argument("--out", required=True, help="figure folder")
     f.set_defaults(func=_cmd_figures)

@@ -11,8 +11,9 @@ same data and start (paired runs):
 * :mod:`.trainer_arm` (ctbench's population trainer and ``Constraints.protect_positive``, the paper runs' code
   path; K ∈ {2, 3}, D ∈ {2, 3, 4} settings of :mod:`.general`), with negative controls where the proviso fails.
 
-:mod:`.stats` turns runs into shares with Wilson intervals and per-setting verdicts; :mod:`.run` writes the report
-files (``ctbench prop31``); the figures are in :mod:`ctbench.report.prop31_figures`.
+:mod:`.stats` turns runs into shares with Wilson intervals and per-setting verdicts; :mod:`.study` runs the check
+(:func:`check`); ``ctbench prop31`` (:mod:`ctbench.cli.study_cmds`) writes its files, drawn by
+:mod:`ctbench.report.prop31_figures`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from .closed_form import (
 )
 from .general import GeneralSetting, sensitivities, simulate_general
 from .grid import run_grid, torch_threads
-from .run import CHECKPOINTS, _cli, main, settings_table, variants
 from .simulation import (
     ASSUMPTIONS,
     FEATURES,
@@ -49,11 +49,12 @@ from .simulation import (
     violation_grid,
 )
 from .stats import HOLDS_ABOVE, setting_row, summary, wilson_interval
+from .study import CHECKPOINTS, check, jobs, run, settings_table, variants
 from .trainer_arm import NoProtection, TrainerArmConfig, default_settings, run_trainer_arm
 
 __all__ = ["ARMS", "ASSUMPTIONS", "CHECKPOINTS", "FEATURES", "HOLDS_ABOVE", "IMM", "MUT", "NEG", "POS", "TARGETS",
            "VIOLATIONS", "FitResult", "GeneralSetting", "NoProtection", "Setting", "SimData", "TrainConfig",
-           "TrainerArmConfig", "_cli", "baseline_config", "check_assumptions", "coefficient_paths", "default_grid",
-           "default_settings", "fit", "gradients", "losses", "main", "relative_sensitivity", "run_grid",
+           "TrainerArmConfig", "baseline_config", "check", "check_assumptions", "coefficient_paths", "default_grid",
+           "default_settings", "fit", "gradients", "jobs", "losses", "relative_sensitivity", "run", "run_grid",
            "run_trainer_arm", "search", "settings_table", "setting_row", "simulate", "simulate_general",
            "sensitivities", "summary", "torch_threads", "variants", "violation_grid", "wilson_interval"]

@@ -24,22 +24,21 @@ reference §12 (``paper/sections/other/constraints.qmd``) where they apply to a 
   Each panel's title gives the relative sensitivity |w_age| / |w_2| of the log-odds, so the tilt is read off the
   figure rather than claimed.
 
-Outputs: ``figure1.png``/``.pdf`` and ``figure1.csv`` (factuals, counterfactuals and each panel's coefficients) plus
-``figure1.json`` (settings, provenance), each written atomically.
+Outputs (written by ``ctbench figure1``): ``figure1.png``/``.pdf`` and ``figure1.csv`` (factuals, counterfactuals and
+each panel's coefficients) plus ``figure1.json`` (settings, provenance), each written atomically.
 """
 
 from __future__ import annotations
 
 import copy
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
-from ..io import atomic_write_json, atomic_write_text, provenance, save_figure
+from ...io import provenance
 
 #: the settings of Figure 1 (see the module docstring for where each comes from)
 FIG1: dict[str, Any] = {
@@ -78,10 +77,10 @@ def _log_odds_coefficients(model) -> tuple[np.ndarray, float]:
 
 def _train_fig1(data, objective: str, immutable: bool, seed: int, epochs: int, fid):
     """One Figure 1 model, trained with the library's trainer (zero initial weights; see the module docstring)."""
-    from ..constraints import Constraints
-    from ..generators import Convergence, make_generator
-    from ..models import build_model
-    from ..training import Objective, TrainParams, train
+    from ...constraints import Constraints
+    from ...generators import Convergence, make_generator
+    from ...models import build_model
+    from ...training import Objective, TrainParams, train
 
     D = data.n_features
     mut = ["none" if d in FIG1["immutable"] else "both" for d in range(D)] if immutable else None
@@ -100,24 +99,23 @@ def _train_fig1(data, objective: str, immutable: bool, seed: int, epochs: int, f
     return model.eval(), log
 
 
-def figure1(out_dir: str | Path, seed: int = 0, epochs: int | None = None, quick: bool = False,
-            n_factuals: int | None = None) -> dict[str, Any]:
-    """Regenerate the paper's Figure 1 into ``out_dir`` (see the module docstring); returns paths and a summary.
+def figure1(seed: int = 0, epochs: int | None = None, quick: bool = False,
+            n_factuals: int | None = None) -> pd.DataFrame:
+    """The run behind the paper's Figure 1 (see the module docstring): the table written as ``figure1.csv``, with
+    what the drawing needs in its ``attrs`` (``panels``, ``train`` = (X, y) of the training split, ``meta`` = the
+    ``figure1.json`` sidecar). :func:`ctbench.cli.figure_cmds.write_figure1` draws and writes it.
 
     Three models are trained (BL, CT, CT with the first feature protected); BL serves panels (a) and (c). The same
     factuals (test points of class 0 that every model predicts as 0, drawn with ``default_rng(seed)``) are
     explained towards class 1 in every panel; in (c) and (d) the search keeps the first feature fixed.
     ``quick`` trains for ``FIG1["quick_epochs"]`` epochs (a smoke run; the tilt needs the full 30).
     """
-    from ..constraints import Constraints
-    from ..data import load_dataset
-    from ..fidelity import resolve_fidelity
-    from ..generators import Convergence, make_generator
-    from ..report.figures import figure1_plot
+    from ...constraints import Constraints
+    from ...data import load_dataset
+    from ...fidelity import resolve_fidelity
+    from ...generators import Convergence, make_generator
 
     t0 = time.perf_counter()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     epochs = int(epochs if epochs is not None else (FIG1["quick_epochs"] if quick else FIG1["training"]["epochs"]))
     n_factuals = int(n_factuals or FIG1["n_factuals"])
     fid = resolve_fidelity(FIG1["fidelity"])
@@ -168,10 +166,6 @@ def figure1(out_dir: str | Path, seed: int = 0, epochs: int | None = None, quick
     finally:
         torch.set_num_threads(prev_threads)
     table = pd.DataFrame(rows)
-    fig = figure1_plot(table, panel_info, data.X_train, data.y_train, seed=seed, epochs=epochs,
-                       feature_label=FIG1["feature_labels"][0])
-    paths = save_figure(fig, out / "figure1")
-    paths.append(atomic_write_text(out / "figure1.csv", table.to_csv(index=False)))
     summary = {k: {"title": v["title"], "model": v["model"], "w": v["w"].tolist(), "bias": v["c"],
                    "sensitivity_ratio": v["ratio"], "valid": v["valid"]} for k, v in panel_info.items()}
     side = {"kind": "figure1", "settings": {**copy.deepcopy(FIG1), "epochs": epochs}, "seed": seed, "quick": quick,
@@ -179,6 +173,5 @@ def figure1(out_dir: str | Path, seed: int = 0, epochs: int | None = None, quick
             "final_share_mature": {k: float(v["share_mature"].iloc[-1]) for k, v in logs.items() if k != "BL"},
             "acc_val": {k: float(v["acc_val"].iloc[-1]) for k, v in logs.items()},
             "seconds": time.perf_counter() - t0, "provenance": provenance()}
-    paths.append(atomic_write_json(out / "figure1.json", side))
-    return {"paths": paths, "table": table, "panels": summary}
-
+    table.attrs.update(panels=panel_info, train=(data.X_train, data.y_train), meta=side)
+    return table

@@ -1,5 +1,6 @@
 """The catalogue of the fidelity study: each place where the authors' code and the paper disagree, its two values,
-what must be retrained when it flips, and the datasets it is measured on (:mod:`ctbench.fidelity_study` runs them).
+what must be retrained when it flips, and the datasets it is measured on (:mod:`ctbench.experiments.fidelity` runs
+them).
 
 What "paper" means per switch: the text's value where the paper states one (``ce_step_size`` 0.25,
 ``domain_n_sigma`` 3, ``mmd_length_scale`` 0.5, ``adult_substring_groups`` off); for

@@ -13,18 +13,17 @@ import platform
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from .io import atomic_write_json, atomic_write_text, provenance
+from ..io import provenance
 
 
 def _case_data(dataset: str):
-    from .constraints import Constraints, infer_domain
-    from .data import load_dataset
+    from ..constraints import Constraints, infer_domain
+    from ..data import load_dataset
 
     if dataset == "lin_sep":
         d = load_dataset("lin_sep")
@@ -41,10 +40,10 @@ def run_case(dataset: str, G: int, mode: str, epochs: int) -> dict[str, Any]:
     """Train G CT models (seeds 0..G-1) in a loop or as one population; wall/CPU seconds and peak RSS."""
     import resource
 
-    from .generators import Convergence, make_generator
-    from .models import build_model
-    from .training import Objective, TrainParams, train
-    from .training.population import Member, train_population
+    from ..generators import Convergence, make_generator
+    from ..models import build_model
+    from ..training import Objective, TrainParams, train
+    from ..training.population import Member, train_population
 
     torch.set_num_threads(1)
     X, y, cons, tp, tau, lam_reg = _case_data(dataset)
@@ -78,13 +77,13 @@ def run_case(dataset: str, G: int, mode: str, epochs: int) -> dict[str, Any]:
 
 
 def _subprocess_case(dataset: str, G: int, mode: str, epochs: int) -> dict[str, Any]:
-    code = (f"import json; from ctbench.bench_population import run_case; "
+    code = (f"import json; from ctbench.experiments.bench_population import run_case; "
             f"print(json.dumps(run_case({dataset!r}, {G}, {mode!r}, {epochs})))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run(sizes=(1, 9, 36, 100), epochs: dict[str, int] | None = None, quick: bool = False) -> dict[str, Any]:
+def suite(sizes=(1, 9, 36, 100), epochs: dict[str, int] | None = None, quick: bool = False) -> dict[str, Any]:
     epochs = epochs or ({"lin_sep": 2, "adult_size": 1} if quick else {"lin_sep": 30, "adult_size": 5})
     rows = []
     for dataset in ("lin_sep", "adult_size"):
@@ -113,18 +112,3 @@ def to_markdown(report: dict[str, Any]) -> str:
                      f"{lo['wall_s'] / po['wall_s']:.1f}× | {lo['cpu_s']:.1f} | {po['cpu_s']:.1f} | "
                      f"{lo['peak_rss_mb']:.0f} | {po['peak_rss_mb']:.0f} |")
     return "\n".join(lines) + "\n"
-
-
-def main(out_dir: str | Path, quick: bool = False) -> int:
-    report = run(quick=quick)
-    out = Path(out_dir)
-    tag = "population-cpu1" + ("-quick" if quick else "")
-    atomic_write_json(out / f"{tag}.json", report)
-    md = to_markdown(report)
-    atomic_write_text(out / f"{tag}.md", md)
-    print(md)
-    return 0
-
-
-if __name__ == "__main__":  # python -m ctbench.bench_population OUT_DIR [--quick]
-    raise SystemExit(main(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results", "--quick" in sys.argv))

@@ -1,8 +1,11 @@
-"""Evaluate saved models from files: the glue behind ``ctbench evaluate | robustness | attribution``.
+"""The paper's counterfactual evaluation of saved models (Table 1's stage): ``jobs(config)`` lists one job per
+(experiment, dataset, seed) of a workflow config, ``run(job)`` evaluates one and returns one row per counterfactual
+(``attrs["meta"]``: the sidecar with the protocol, fidelity switches, model provenance and the environment);
+``ctbench evaluate`` writes it with :func:`write`.
 
-Each function loads the models, rebuilds their dataset from the model metadata (same loader, parameters and
-fidelity mode as training), runs one evaluation and writes a tidy CSV plus a ``.json`` sidecar with the protocol,
-fidelity switches, model provenance and the environment, atomically.
+Each job loads its models and rebuilds their dataset from the model metadata (same loader, parameters and fidelity
+mode as training). :mod:`.robustness` and :mod:`.attributions` evaluate the same saved models with this module's
+loaders and writer.
 """
 
 from __future__ import annotations
@@ -13,10 +16,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
-from ..api import TrainedModel, load_model
 from ..io import atomic_write_json, atomic_write_text, provenance
+from ..paper_settings import EXPERIMENT_OBJECTIVES
+from ..training.pipeline import TrainedModel, load_model
 
 
 def parse_models(specs: list[str]) -> dict[str, str]:
@@ -45,7 +48,8 @@ def load_models(specs: list[str]) -> tuple[dict[str, TrainedModel], Any]:
     return models, data
 
 
-def _write(df: pd.DataFrame, out: str | Path, sidecar: dict[str, Any]) -> Path:
+def write(df: pd.DataFrame, out: str | Path) -> Path:
+    """``out`` (CSV; ``.csv.gz`` compressed) and its ``.json`` sidecar (``df.attrs["meta"]``), each atomically."""
     out = Path(out)
     compression = "gzip" if out.suffix == ".gz" else None
     if compression:
@@ -56,7 +60,7 @@ def _write(df: pd.DataFrame, out: str | Path, sidecar: dict[str, Any]) -> Path:
         atomic_write_bytes(out, gzip.compress(df.to_csv(index=False).encode(), compresslevel=1, mtime=0))
     else:
         atomic_write_text(out, df.to_csv(index=False))
-    atomic_write_json(out.with_name(out.name + ".json"), sidecar)
+    atomic_write_json(out.with_name(out.name + ".json"), df.attrs["meta"])
     return out
 
 
@@ -66,10 +70,53 @@ def _model_meta(models: dict[str, TrainedModel]) -> dict[str, Any]:
             for n, m in models.items()}
 
 
-def run_evaluate(model_specs: list[str], out: str | Path, *, protocol_overrides: dict[str, Any] | None = None,
-                 constrained: bool = False, experiment: str = "", progress: bool = False) -> pd.DataFrame:
+def model_path(config: dict[str, Any], experiment: str, dataset: str, objective: str, seed: int) -> str:
+    """Where the workflow keeps a final model (the layout of ``Workflow.model_path``, which a test holds this to):
+    one BL per dataset and seed under ``baseline/``; the ablation's full CT model is the single experiment's."""
+    folder = "baseline" if objective == "vanilla" else (
+        "single" if (experiment, objective) == ("ablation", "full") else experiment)
+    return f"{str(config['results']).rstrip('/')}/models/{folder}/{dataset}/{objective}_s{seed}.pt"
+
+
+def models_of(config: dict[str, Any], experiment: str, dataset: str, seed: int) -> dict[str, str]:
+    """Objective → model file of one experiment's models of ``dataset`` and ``seed``."""
+    return {o: model_path(config, experiment, dataset, o, seed) for o in EXPERIMENT_OBJECTIVES[experiment]}
+
+
+def _family(dataset: str) -> str:
     from ..data import available
-    from .protocol import EvalProtocol, evaluate_counterfactuals, performance
+
+    return available().get(dataset, {}).get("family", "tabular")
+
+
+def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """One job per (experiment, dataset, seed). The ablation leaves out CT and BL when ``single`` is evaluated too:
+    the protocol keys every random stream by the model's name, so their rows would be the same."""
+    ev = config.get("evaluation") or {}
+    out = []
+    for e in config["experiments"]:
+        for d in config["datasets"]:
+            n_ind = ev.get("n_individuals")
+            settings = {"n_runs": ev.get("n_runs"), "lambdas": ev.get("lambdas"), "seed": ev.get("seed"),
+                        "n_individuals": n_ind.get(_family(d)) if isinstance(n_ind, dict) else n_ind}
+            for s in config["seeds"]:
+                models = models_of(config, e, d, int(s))
+                if e == "ablation" and "single" in config["experiments"]:
+                    models = {o: p for o, p in models.items() if o not in EXPERIMENT_OBJECTIVES["single"]}
+                out.append({"experiment": e, "dataset": d, "seed": int(s), "models": models,
+                            "constrained": e == "mutability",
+                            "settings": {k: v for k, v in settings.items() if v is not None}})
+    return out
+
+
+def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
+    """Evaluate one job's models (``{"models": {name: path}, "experiment", "constrained", "settings"}``; ``settings``
+    are protocol overrides, e.g. ``n_runs``) under the reference protocol of their dataset's family."""
+    model_specs = [f"{n}={p}" for n, p in job["models"].items()]
+    constrained, experiment = bool(job.get("constrained", False)), str(job.get("experiment", ""))
+    protocol_overrides = job.get("settings") or {}
+    from ..data import available
+    from ..evaluation.protocol import EvalProtocol, evaluate_counterfactuals, performance
 
     models, data = load_models(model_specs)
     fid = next(iter(models.values())).fidelity
@@ -92,7 +139,7 @@ def run_evaluate(model_specs: list[str], out: str | Path, *, protocol_overrides:
                "protocol": protocol.to_dict(), "fidelity": fid.to_dict(), "models": _model_meta(models),
                "performance": perf.to_dict(orient="records"), "seconds": time.perf_counter() - t0,
                "n_rows": len(df), "provenance": provenance()}
-    _write(df, out, sidecar)
+    df.attrs["meta"] = sidecar
     return df
 
 
@@ -110,35 +157,3 @@ def _per_model(models: dict[str, TrainedModel], data: Any, experiment: str, fram
     return df
 
 
-def run_robustness(model_specs: list[str], out: str | Path, *, eps_grid: list[float] | None = None,
-                   seed: int = 0, experiment: str = "") -> pd.DataFrame:
-    from .robustness import robustness_curve
-
-    models, data = load_models(model_specs)
-    X = torch.as_tensor(data.X_test)
-    y = torch.as_tensor(data.y_test)
-    df = _per_model(models, data, experiment, lambda m: robustness_curve(m, X, y, eps_grid=eps_grid, seed=seed))
-    sidecar = {"kind": "robustness", "dataset": data.name, "experiment": experiment, "seed": seed,
-               "models": _model_meta(models), "fidelity": next(iter(models.values())).fidelity.to_dict(),
-               "provenance": provenance()}
-    _write(df, out, sidecar)
-    return df
-
-
-def run_attribution(model_specs: list[str], out: str | Path, *, n_rounds: int = 100, n_samples: int = 2500,
-                    steps: int = 50, seed: int = 0, experiment: str = "") -> pd.DataFrame:
-    """Integrated gradients on the protected features (Table 2): the same rounds and baselines for every model."""
-    from .attribution import ig_rounds
-
-    models, data = load_models(model_specs)
-    if not data.protected:
-        raise ValueError(f"dataset {data.name!r} has no protected features to attribute")
-    X = torch.as_tensor(data.X_test)
-    y = torch.as_tensor(data.y_test)
-    df = _per_model(models, data, experiment, lambda m: ig_rounds(
-        m, X, y, data.protected, n_rounds=n_rounds, n_samples=n_samples, seed=seed, steps=steps))
-    sidecar = {"kind": "integrated_gradients", "dataset": data.name, "experiment": experiment,
-               "n_rounds": n_rounds, "n_samples": n_samples, "steps": steps, "seed": seed,
-               "protected": data.protected, "models": _model_meta(models), "provenance": provenance()}
-    _write(df, out, sidecar)
-    return df

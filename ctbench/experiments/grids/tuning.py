@@ -58,7 +58,7 @@ def select_best(tune_csvs: Iterable[str | Path] | pd.DataFrame, dataset: str, *,
 def write_best(tune_csvs: Iterable[str | Path], dataset: str, out_json: str | Path, **kw: Any) -> dict[str, Any]:
     """Write ``out_json`` = ``{"tau", "lambda_reg"}`` (the final stage's input) and ``out_json + ".json"`` with the
     rule, the candidate table, the inputs and provenance. Returns the selection."""
-    from ..io import atomic_write_json, provenance
+    from ...io import atomic_write_json, provenance
 
     paths = [str(p) for p in tune_csvs]
     sel = select_best(paths, dataset, **kw)

@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 
 from .configs import _effective_step, _step_applied, point_config
-from .definitions import GRID_EVAL, GRIDS, baseline_key, find_points
+from .definitions import GRID_EVAL, GRIDS, baseline_key, chunks, find_points, grid_points
 
 
 def grid_protocol(eval_overrides: dict[str, Any] | None = None):
     """The grid :class:`~ctbench.evaluation.protocol.EvalProtocol` with ``eval_overrides`` applied."""
-    from ..evaluation.protocol import EvalProtocol, check_protocol_overrides
+    from ...evaluation.protocol import EvalProtocol, check_protocol_overrides
 
     spec = check_protocol_overrides({**GRID_EVAL, **(eval_overrides or {})}, "grid evaluation")
     return EvalProtocol(**spec)
@@ -88,7 +88,7 @@ def summarise_point(ev: pd.DataFrame, base: dict[str, Any]) -> list[dict[str, An
 
 
 def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], baseline_model_path: str | Path,
-              out_csv: str | Path, eval_overrides: dict[str, Any] | None = None, seed: int = 0, *,
+              out_csv: str | Path | None = None, eval_overrides: dict[str, Any] | None = None, seed: int = 0, *,
               fidelity: str = "reference", fidelity_overrides: dict[str, Any] | None = None,
               data_params: dict[str, Any] | None = None, epochs_override: int | None = None,
               config_overrides: dict[str, Any] | None = None, grid_overrides: dict[str, Any] | None = None,
@@ -100,20 +100,18 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
     with :func:`grid_protocol` on the training data (train+val) and each CT model alone with the same protocol and
     seed (common random numbers: every model of a grid, BL included, gets the same draws of label pairs and
     individuals), and :func:`summarise_point` compares the two. BL's numbers are identical in every row of a grid
-    (the denominator of every % change). A point whose training diverged gets a row with its ``error``. Writes
-    ``out_csv`` (:data:`SUMMARY_COLUMNS`), :func:`epochs_path` (:data:`EPOCH_COLUMNS`) and ``out_csv + ".json"``
-    (provenance), all atomically; returns the summary frame. ``save_models_dir``: also save each CT model as
+    (the denominator of every % change). A point whose training diverged gets a row with its ``error``. Returns the
+    summary frame (:data:`SUMMARY_COLUMNS`; ``attrs``: ``epochs``, :data:`EPOCH_COLUMNS`, and ``meta``, the sidecar),
+    written by :func:`write` to ``out_csv`` when given. ``save_models_dir``: also save each CT model as
     ``<dir>/<point>.pt``.
     """
     import torch
 
-    from ..api import FailedTraining, load_model, train_population_from_configs
-    from ..data import load_dataset
-    from ..evaluation.protocol import evaluate_counterfactuals
-    from ..evaluation.robustness import macro_f1
-    from ..fidelity import resolve_fidelity
-    from ..io import atomic_write_json, atomic_write_text, provenance
-
+    from ...data import load_dataset
+    from ...evaluation.protocol import evaluate_counterfactuals
+    from ...evaluation.robustness import macro_f1
+    from ...fidelity import resolve_fidelity
+    from ...training.pipeline import FailedTraining, load_model, train_population_from_configs
     t_start = time.perf_counter()
     torch.set_num_threads(int(threads))
     pts = [p for p in points if not isinstance(p, str)]
@@ -199,8 +197,6 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
     summary = pd.DataFrame(rows).reindex(columns=SUMMARY_COLUMNS)
     epochs = (pd.concat(epoch_frames, ignore_index=True) if epoch_frames else pd.DataFrame()).reindex(
         columns=EPOCH_COLUMNS)
-    out_csv = Path(out_csv)
-    atomic_write_text(epochs_path(out_csv), epochs.to_csv(index=False))
     sidecar = {
         "kind": "grid_chunk", "grid": name, "note": GRIDS[name]["note"], "dataset": dataset, "seed": int(seed),
         "points": [p["id"] for p in pts], "point_settings": {p["id"]: p["settings"] for p in pts},
@@ -209,12 +205,59 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
         "baseline": {"path": str(baseline_model_path), "config": bl.config, "acc_test": bl.meta.get("acc_test"),
                      "provenance": bl.meta.get("provenance")},
         "seconds": seconds, "failures": failures, "wall_seconds": time.perf_counter() - t_start,
-        "epochs_csv": epochs_path(out_csv).name,
-        "provenance": provenance(),
     }
-    atomic_write_json(out_csv.with_name(out_csv.name + ".json"), sidecar)
-    atomic_write_text(out_csv, summary.to_csv(index=False))  # last: its presence means the chunk is complete
+    summary.attrs.update(epochs=epochs, meta=sidecar)
+    if out_csv is not None:
+        write(summary, out_csv)
     return summary
+
+
+def write(summary: pd.DataFrame, out_csv: str | Path) -> Path:
+    """A chunk's files: :func:`epochs_path`, ``out_csv + ".json"`` and ``out_csv``, each atomically (the summary last:
+    its presence means the chunk is complete)."""
+    from ...io import atomic_write_json, atomic_write_text, provenance
+
+    out_csv = Path(out_csv)
+    atomic_write_text(epochs_path(out_csv), summary.attrs["epochs"].to_csv(index=False))
+    side = {**summary.attrs["meta"], "epochs_csv": epochs_path(out_csv).name, "provenance": provenance()}
+    atomic_write_json(out_csv.with_name(out_csv.name + ".json"), side)
+    atomic_write_text(out_csv, summary.to_csv(index=False))
+    return out_csv
+
+
+def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """One job per (grid, dataset, chunk of points sharing a BL model, seed) of a workflow config's ``grids`` and
+    ``tune`` blocks (the first training seed: the authors' grids ran one seed each). ``baseline`` is the BL model
+    file that ``ctbench grid baseline`` trains for the chunk's key."""
+    res, out = str(config["results"]).rstrip("/"), []
+    for section in ("grids", "tune"):
+        block = config.get(section) or {}
+        for grid in (block.get("names") or []) if block.get("enabled", False) else []:
+            overrides = dict((block.get("overrides") or {}).get(grid, {}))
+            by_key: dict[str, list[str]] = {}
+            for p in grid_points(grid, overrides):
+                by_key.setdefault(baseline_key(grid, p), []).append(p["id"])
+            settings = {"fidelity": config["fidelity"], "fidelity_overrides": config.get("fidelity_overrides") or {},
+                        "grid_overrides": overrides, "epochs": block.get("epochs"),
+                        "evaluation": block.get("evaluation") or {}}
+            for d in [d for d in (block.get("datasets") or config["datasets"]) if d in config["datasets"]]:
+                for key, ids in by_key.items():
+                    for i, ids_c in enumerate(chunks(ids, int(block.get("chunk_size", 9)))):
+                        for s in [int(v) for v in config["seeds"][:1]]:
+                            bl = f"{res}/grids/{grid}/{d}/baseline_{key}_s{s}.pt"
+                            out.append({"grid": grid, "dataset": d, "key": key, "chunk": i, "seed": s,
+                                        "points": list(ids_c), "baseline": bl,
+                                        "data_params": (config.get("data_params") or {}).get(d, {}), **settings})
+    return out
+
+
+def run(job: dict[str, Any]) -> pd.DataFrame:
+    """One chunk (:func:`run_chunk` with the job's settings) against the job's ``baseline`` model file."""
+    return run_chunk(job["grid"], job["dataset"], job["points"], job["baseline"], None, job.get("evaluation") or None,
+                     int(job.get("seed", 0)), fidelity=job.get("fidelity", "reference"),
+                     fidelity_overrides=job.get("fidelity_overrides") or None,
+                     data_params=job.get("data_params") or None, epochs_override=job.get("epochs"),
+                     grid_overrides=job.get("grid_overrides") or None)
 
 
 def read_chunks(paths: Iterable[str | Path]) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""Entry point of the Proposition 3.1 check (``ctbench prop31``): runs both arms and writes the report files.
+"""The Proposition 3.1 check (``ctbench prop31``): runs both arms; :func:`ctbench.cli.study_cmds.write_prop31`
+writes the report files:
 
 ``prop31_summary.csv`` and ``prop31_violations.csv`` (closed-form arm: default grid, checkpoints, training variants,
 broken assumptions), ``prop31_settings.csv`` (one row per arm and setting, checks and negative controls, with both
@@ -8,15 +9,13 @@ arm's runs) and the figures ``prop31_paths`` and ``prop31_sensitivity`` (PNG and
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from ...io import atomic_write_text
 from .closed_form import TrainConfig, coefficient_paths
 from .grid import run_grid, torch_threads
 from .simulation import VIOLATIONS, Setting, check_assumptions, default_grid, violation_grid
@@ -87,25 +86,35 @@ def settings_table(grid_runs: pd.DataFrame, violation_runs: pd.DataFrame, traine
     return out
 
 
-def main(out_dir: str | Path, quick: bool = False, cfg: TrainConfig | None = None,
-         seeds: Sequence[int] | None = None, threads: int | None = 1,
-         trainer_cfg: TrainerArmConfig | None = None) -> dict[str, Path]:
-    """Run both arms; write the CSVs and the figures (see the module docstring).
+def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """One job (the whole check) when a workflow config's ``prop31`` block is enabled; ``quick``: fewer seeds and
+    settings."""
+    block = config.get("prop31") or {}
+    return [{"quick": bool(block.get("quick", False))}] if block.get("enabled", True) else []
+
+
+def run(job: dict[str, Any]) -> pd.DataFrame:
+    """:func:`check` with the job's settings (``quick``, and optionally ``seeds``, ``cfg``, ``trainer_cfg``)."""
+    return check(**job)
+
+
+def check(quick: bool = False, cfg: TrainConfig | None = None, seeds: Sequence[int] | None = None,
+          threads: int | None = 1, trainer_cfg: TrainerArmConfig | None = None) -> pd.DataFrame:
+    """Run both arms; return ``prop31_summary.csv``'s table, the other tables and the figures' data in its ``attrs``
+    (``violations``, ``settings``, ``trainer_runs``, ``paths``, ``final``, ``viol``, ``log``).
 
     ``prop31_summary.csv``: share lowered with Wilson 95% interval on the default grid, overall (``by = all``), per
     n, gap and σ, per training checkpoint (``by = iteration``) and per training variant on the clean gap grid
     (``by = variant``). ``prop31_violations.csv``: the same per violated assumption (``kind``). ``seeds`` apply to
-    both arms (default 20, ``quick`` 5); ``threads``: see :func:`.grid.torch_threads`.
+    both arms (default 20, ``quick`` 5); ``threads``: see :func:`.grid.torch_threads`. ``ctbench prop31``
+    (:func:`ctbench.cli.study_cmds.write_prop31`) writes the files and draws the figures.
     """
     with torch_threads(threads):
         tcfg = trainer_cfg or (TrainerArmConfig(epochs=20) if quick else TrainerArmConfig())
-        return _main(Path(out_dir), quick, cfg or TrainConfig(), seeds, tcfg)
+        return _check(quick, cfg or TrainConfig(), seeds, tcfg)
 
 
-def _main(out_dir: Path, quick: bool, cfg: TrainConfig, seeds: Sequence[int] | None,
-          tcfg: TrainerArmConfig) -> dict[str, Path]:
-    from ...report.prop31_figures import plot_paths, plot_sensitivity
-
+def _check(quick: bool, cfg: TrainConfig, seeds: Sequence[int] | None, tcfg: TrainerArmConfig) -> pd.DataFrame:
     seeds = list(seeds) if seeds is not None else list(range(5 if quick else 20))
     t0, c0 = time.perf_counter(), time.process_time()
     df = run_grid(default_grid(quick), seeds, cfg, checkpoints=[c for c in CHECKPOINTS if c < cfg.n_iter])
@@ -125,28 +134,13 @@ def _main(out_dir: Path, quick: bool, cfg: TrainConfig, seeds: Sequence[int] | N
     vsum.insert(1, "broken_assumptions", vsum["kind"].map(
         lambda k: ";".join(a for a, ok in flags[k].items() if not ok) or "none").astype(str))
     table = _summary_table(df, pd.concat(vrows, ignore_index=True))
-
-    def csv(name: str, frame: pd.DataFrame) -> Path:
-        return atomic_write_text(out_dir / name, frame.to_csv(index=False, float_format="%.6g"))
-
-    files = {"summary": csv("prop31_summary.csv", table), "violations": csv("prop31_violations.csv", vsum),
-             "settings": csv("prop31_settings.csv", settings_table(df, viol, trainer)),
-             "trainer_runs": csv("prop31_trainer_runs.csv", trainer)}
     rep = Setting.from_gaps(1.0, 1.0, n=200)
-    files["paths"] = plot_paths(coefficient_paths(rep, seeds[:10], cfg), out_dir / "prop31_paths.png")[0]
+    paths = coefficient_paths(rep, seeds[:10], cfg)
     final = df[df["iteration"] == cfg.n_iter]
-    files["sensitivity"] = plot_sensitivity(final, out_dir / "prop31_sensitivity.png", viol)[0]
-    print(f"prop31: closed-form arm {len(final)} runs (default grid) + {len(viol)} (violations) + variants, "
-          f"{c1 - c0:.1f} CPU s; trainer arm {len(trainer)} runs x 3 arms, {c2 - c1:.1f} CPU s; total "
-          f"{time.process_time() - c0:.1f} CPU s, {time.perf_counter() - t0:.1f} s wall; closed-form config "
-          f"{asdict(cfg)}; trainer config {asdict(tcfg)}")
-    return files
-
-
-def _cli(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Numerical check of Proposition 3.1 (protecting immutable features)")
-    ap.add_argument("out_dir", nargs="?", default="results/report/prop31")
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args(argv)
-    for name, path in main(args.out_dir, quick=args.quick).items():
-        print(f"{name}: {path}")
+    log = (f"prop31: closed-form arm {len(final)} runs (default grid) + {len(viol)} (violations) + variants, "
+           f"{c1 - c0:.1f} CPU s; trainer arm {len(trainer)} runs x 3 arms, {c2 - c1:.1f} CPU s; total "
+           f"{time.process_time() - c0:.1f} CPU s, {time.perf_counter() - t0:.1f} s wall; closed-form config "
+           f"{asdict(cfg)}; trainer config {asdict(tcfg)}")
+    table.attrs.update(violations=vsum, settings=settings_table(df, viol, trainer), trainer_runs=trainer,
+                       paths=paths, final=final, viol=viol, log=log)
+    return table

@@ -21,8 +21,8 @@ import pandas as pd
 import torch
 from torch import nn
 
-from .constraints import Constraints
-from .generators import CONSISTENCY_METHODS, CounterfactualResult, SNSGenerator, make_method
+from ..constraints import Constraints
+from ..generators import CONSISTENCY_METHODS, CounterfactualResult, SNSGenerator, make_method
 from .invalidation import confidence, invalidation_rate, local_lipschitz, stacked_labels
 
 #: methods of the study: Black et al.'s (± SNS) and the CT paper's ECCo generator (± SNS)

@@ -18,7 +18,6 @@ Reference: ``ct_reference.md`` §8.1 (Note 1 defaults), §8.2 (the grids), §7.1
   λ_egy ∈ {0.1, 0.5, 1, 5, 10}, test-time ECCo with λ_cst 0) and writes one row per (point, test-time λ_egy) plus a
   long per-epoch CSV of the share of mature CEs.
 * :func:`select_best` / :func:`write_best` — the tuning stage's choice of (τ, λ_reg) per dataset (rule below).
-* :func:`add_cli` — ``ctbench grid points | baseline | run | figures`` and ``ctbench tune select``.
 
 CE step size of ``tune_lr`` (Note 11): the reference builds the search optimiser without arguments, so the grid's
 learning rate was never used and every point searched with η = 0.1 (§1.7, §11.1). Here the grid value is applied
@@ -27,11 +26,10 @@ only when ``apply_step_size`` says so; by default (``None``) that is the case in
 row records the nominal ``step_size`` and the ``step_size_effective``.
 
 Modules: :mod:`.definitions` (grids, Note 1 defaults, points, BL keys, chunks), :mod:`.configs` (train configs),
-:mod:`.runner` (one chunk: train, evaluate, write), :mod:`.tuning` (selection of the best settings) and :mod:`.cli`
-(argparse). Everything below is importable from ``ctbench.grids`` as before.
+:mod:`.runner` (one chunk: train, evaluate, write), :mod:`.tuning` (selection of the best settings). The commands
+(``ctbench grid points | baseline | run | figures``, ``ctbench tune select``) are :mod:`ctbench.cli.grid_cmds`.
 """
 
-from .cli import _sets, add_cli
 from .configs import baseline_config, point_config
 from .definitions import (
     ALL_DATASETS,
@@ -49,12 +47,23 @@ from .definitions import (
     grid_points,
     grid_size,
 )
-from .runner import EPOCH_COLUMNS, SUMMARY_COLUMNS, epochs_path, grid_protocol, read_chunks, run_chunk, summarise_point
+from .runner import (
+    EPOCH_COLUMNS,
+    SUMMARY_COLUMNS,
+    epochs_path,
+    grid_protocol,
+    jobs,
+    read_chunks,
+    run,
+    run_chunk,
+    summarise_point,
+    write,
+)
 from .tuning import SELECTION_RULE, select_best, write_best
 
 __all__ = [
     "ALL_DATASETS", "EPOCH_COLUMNS", "GENERATORS", "GRIDS", "GRID_EVAL", "META_KEYS", "NOTE1", "PARAMS",
-    "SELECTION_RULE", "SUMMARY_COLUMNS", "_sets", "add_cli", "baseline_config", "baseline_key", "baseline_keys",
+    "SELECTION_RULE", "SUMMARY_COLUMNS", "baseline_config", "baseline_key", "baseline_keys",
     "chunks", "epochs_path", "find_points", "grid_definition", "grid_points", "grid_protocol", "grid_size",
-    "point_config", "read_chunks", "run_chunk", "select_best", "summarise_point", "write_best",
+    "jobs", "point_config", "read_chunks", "run", "run_chunk", "select_best", "summarise_point", "write", "write_best",
 ]

@@ -1,23 +1,24 @@
 """Benchmarks of the core (``ctbench bench``): search throughput and CT training wall time.
 
-Results are written as JSON and Markdown to ``benchmarks/results/`` with the machine and versions, so the numbers
-quoted in the README can be traced to a run. Targets (DESIGN §7): ≥ 100k counterfactuals/s for a tabular MLP on 2
-CPU threads (≥ 1M/s on an H100); one synthetic CT run with the paper's final settings ≤ 10 s.
+``ctbench bench`` (:mod:`ctbench.cli.study_cmds`) writes the results as JSON and Markdown to
+``benchmarks/results/`` with the machine and versions, so the numbers quoted in the README can be traced to a run.
+Targets (DESIGN §7): ≥ 100k counterfactuals/s for a tabular MLP on 2 CPU threads (≥ 1M/s on an H100); one synthetic
+CT run with the paper's final settings ≤ 10 s.
 """
 
 from __future__ import annotations
 
 import platform
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
-from .generators import Convergence, make_generator
-from .io import atomic_write_json, atomic_write_text, provenance
-from .models import build_model
+from ..generators import Convergence, make_generator
+from ..io import provenance
+from ..models import build_model
 
 
 def _sync(device: torch.device) -> None:
@@ -53,9 +54,9 @@ def search_throughput(n_features: int, n_classes: int, batch: int, T: int = 30, 
 
 def training_time(which: str, device: str = "cpu", epochs: int = 100) -> dict[str, Any]:
     """Wall time of one CT training run with the paper's final settings (LS) or at Adult size (random data)."""
-    from .api import train_from_config
-    from .constraints import infer_domain
-    from .data import Dataset, load_dataset
+    from ..constraints import infer_domain
+    from ..data import Dataset, load_dataset
+    from ..training.pipeline import train_from_config
 
     if which == "lin_sep":
         cfg = {"data": {"name": "lin_sep"}, "device": device, "training": {"epochs": epochs}}
@@ -82,10 +83,10 @@ def training_time(which: str, device: str = "cpu", epochs: int = 100) -> dict[st
 
 def evaluation_time(dataset: str, epochs: int = 100, n_runs: int = 100) -> dict[str, Any]:
     """Wall time of the paper's full counterfactual evaluation of one CT model (5 λ × n_runs × n_individuals)."""
-    from .api import train_from_config
-    from .data import available, load_dataset
-    from .evaluation.protocol import EvalProtocol, evaluate_counterfactuals
-    from .paper_settings import model_config
+    from ..data import available, load_dataset
+    from ..evaluation.protocol import EvalProtocol, evaluate_counterfactuals
+    from ..paper_settings import model_config
+    from ..training.pipeline import train_from_config
 
     data = load_dataset(dataset)
     cfg = model_config(dataset, "single", "full", epochs=epochs, threads=torch.get_num_threads())
@@ -103,25 +104,53 @@ def evaluation_time(dataset: str, epochs: int = 100, n_runs: int = 100) -> dict[
             "validity": float(df["valid"].mean())}
 
 
-def run(device: str = "cpu", threads: int = 2, quick: bool = False) -> dict[str, Any]:
-    torch.set_num_threads(threads)
-    rows = []
+def cases(device: str = "cpu", quick: bool = False) -> list[dict[str, Any]]:
+    """The benchmark cases of one ``ctbench bench`` run (the sizes of DESIGN §7; ``quick``: small sizes)."""
     batches = [1_000, 4_000] if quick else [1_000, 4_000, 16_000, 64_000]
-    for D in (12, 108):
-        for B in batches:
-            rows.append(search_throughput(D, 2, B, device=device))
-    for B in ([1_000] if quick else [1_000, 4_000]):
-        rows.append(search_throughput(784, 10, B, device=device))
-    rows.append(search_throughput(108, 2, batches[-1], kind="threshold", device=device))
+    out = [{"bench": "search", "n_features": D, "n_classes": 2, "batch": B, "device": device}
+           for D in (12, 108) for B in batches]
+    out += [{"bench": "search", "n_features": 784, "n_classes": 10, "batch": B, "device": device}
+            for B in ([1_000] if quick else [1_000, 4_000])]
+    out.append({"bench": "search", "n_features": 108, "n_classes": 2, "batch": batches[-1], "kind": "threshold",
+                "device": device})
     epochs = 5 if quick else 100
-    rows.append(training_time("lin_sep", device, epochs))
-    rows.append(training_time("adult_size", device, epochs))
+    out += [{"bench": "train", "dataset": d, "device": device, "epochs": epochs} for d in ("lin_sep", "adult_size")]
     if device == "cpu":
-        rows.append(evaluation_time("lin_sep", epochs=epochs, n_runs=10 if quick else 100))
-        try:
-            rows.append(evaluation_time("adult", epochs=epochs, n_runs=10 if quick else 100))
-        except (FileNotFoundError, ValueError) as err:  # real data absent: say so in the results
-            rows.append({"bench": "evaluate", "dataset": "adult", "skipped": str(err).splitlines()[0]})
+        out += [{"bench": "evaluate", "dataset": d, "epochs": epochs, "n_runs": 10 if quick else 100}
+                for d in ("lin_sep", "adult")]
+    return out
+
+
+def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cases a config's ``bench`` block asks for (``device``, ``quick``; the workflow runs no benchmark, so a
+    workflow config without the block gets the full CPU suite of ``ctbench bench``)."""
+    block = config.get("bench") or {}
+    return cases(str(block.get("device", "cpu")), bool(block.get("quick", False)))
+
+
+def _result(case: dict[str, Any]) -> dict[str, Any]:
+    kw = {k: v for k, v in case.items() if k != "bench"}
+    if case["bench"] == "search":
+        return search_throughput(**kw)
+    if case["bench"] == "train":
+        return training_time(kw["dataset"], kw["device"], kw["epochs"])
+    try:
+        return evaluation_time(**kw)
+    except (FileNotFoundError, ValueError) as err:  # real data absent: say so in the results
+        if case["dataset"] == "lin_sep":
+            raise
+        return {"bench": "evaluate", "dataset": case["dataset"], "skipped": str(err).splitlines()[0]}
+
+
+def run(job: dict[str, Any]) -> pd.DataFrame:
+    """One benchmark case (an item of :func:`jobs`) as a one-row table."""
+    return pd.DataFrame([_result(job)])
+
+
+def suite(device: str = "cpu", threads: int = 2, quick: bool = False) -> dict[str, Any]:
+    """Every case of :func:`cases` on ``threads`` CPU threads, with the machine and versions (``ctbench bench``)."""
+    torch.set_num_threads(threads)
+    rows = [_result(c) for c in cases(device, quick)]
     machine = platform.processor() or platform.machine()
     if device.startswith("cuda"):
         machine = torch.cuda.get_device_name(0)
@@ -161,14 +190,3 @@ def to_markdown(report: dict[str, Any]) -> str:
                              f"{r['counterfactuals']:,} | {r['seconds']:.1f} | {r['search_seconds']:.1f} | "
                              f"{r['validity']:.3f} |")
     return "\n".join(lines) + "\n"
-
-
-def main(args) -> int:
-    report = run(args.device, args.threads, args.quick)
-    out = Path(args.out)
-    tag = ("cuda" if args.device.startswith("cuda") else f"cpu{args.threads}") + ("-quick" if args.quick else "")
-    atomic_write_json(out / f"core-{tag}.json", report)
-    md = to_markdown(report)
-    atomic_write_text(out / f"core-{tag}.md", md)
-    print(md)
-    return 0

@@ -29,7 +29,8 @@ both settings; a switch that only changes counterfactual training (``ce_step_siz
 ``synthetic_mutability_zero_reg_adv``) reuses the BL model; ``domain_n_sigma`` retrains both (the domain box is part
 of each model's constraints). Identical training configs are trained once.
 
-What "paper" means per switch: :mod:`ctbench.fidelity_switches`. Output: a CSV (columns :data:`COLUMNS`) and a
+What "paper" means per switch: :mod:`ctbench.experiments.fidelity_switches`. Output: a CSV (columns
+:data:`COLUMNS`) and a
 ``.json`` sidecar (switch spec, training configs, each evaluation's protocol and switches, accuracies, timings,
 provenance), written atomically; :func:`merge_effects` concatenates them into ``fidelity_effects.csv``.
 """
@@ -46,10 +47,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..io import atomic_write_json, atomic_write_text, provenance
 from .fidelity_switches import SWITCHES, SwitchSpec, default_plan
-from .io import atomic_write_json, atomic_write_text, provenance
 
-__all__ = ["COLUMNS", "METRICS", "SWITCHES", "SwitchSpec", "add_cli", "default_plan", "merge_effects", "run_effect"]
+__all__ = ["COLUMNS", "METRICS", "SWITCHES", "SwitchSpec", "default_plan", "jobs", "merge_effects", "run", "run_effect",
+           "write"]
 
 #: required columns of an effect table (the book chapter's contract), then the extra ones this module writes
 REQUIRED = ["switch", "dataset", "metric", "reference", "paper", "delta"]
@@ -70,7 +72,7 @@ def _fmt(v: Any) -> str:
 
 
 def _family(dataset: str) -> str:
-    from .data import available
+    from ..data import available
 
     info = available().get(dataset)
     if info is None:
@@ -84,8 +86,8 @@ _NO_STATS = {"pm": math.nan, "significant": pd.NA, "seed_lb": math.nan, "seed_ub
 
 def _reduction(df: pd.DataFrame, column: str, dataset: str) -> tuple[float, dict[str, Any]]:
     """Table I's reduction over all (seed, run) pairs, with its ±, star and the seed-level interval."""
-    from .evaluation.aggregate import reduction_table
-    from .evaluation.seeds import pool_seeds, seed_level
+    from ..evaluation.aggregate import reduction_table
+    from ..evaluation.seeds import pool_seeds, seed_level
 
     t = reduction_table(pool_seeds(df), column, kind=column, avg_row=False)
     t = t[t["dataset"] == dataset]
@@ -105,7 +107,7 @@ def _reduction(df: pd.DataFrame, column: str, dataset: str) -> tuple[float, dict
 def _metrics(df: pd.DataFrame, accuracy_ct: float, dataset: str) -> dict[str, tuple[float, dict[str, Any]]]:
     """metric → (value, statistics) for one setting's evaluation over all training seeds (statistics only for the
     reductions)."""
-    from .evaluation.aggregate import validity_table
+    from ..evaluation.aggregate import validity_table
 
     out = {"IP": _reduction(df, "ip", dataset), "IP*": _reduction(df, "ip_star", dataset),
            "Cost": _reduction(df, "cost", dataset)}
@@ -143,7 +145,7 @@ def _objective(cfg: dict[str, Any]) -> str:
 
 def _reuse_models(configs: dict[str, dict[str, Any]], reuse: dict[str, str | Path]) -> tuple[dict, dict[str, str]]:
     """Load the given saved models whose resolved config equals one the study would train (key → model)."""
-    from .api import check_train_config, load_model
+    from ..training.pipeline import check_train_config, load_model
 
     models, used = {}, {}
     for key, cfg in configs.items():
@@ -157,15 +159,41 @@ def _reuse_models(configs: dict[str, dict[str, Any]], reuse: dict[str, str | Pat
     return models, used
 
 
-def _write(df: pd.DataFrame, out_csv: str | Path, sidecar: dict[str, Any]) -> Path:
+def write(df: pd.DataFrame, out_csv: str | Path) -> Path:
+    """``out_csv`` and its ``.json`` sidecar (``df.attrs["meta"]``), each atomically."""
     out = Path(out_csv)
     atomic_write_text(out, df.to_csv(index=False))
-    atomic_write_json(out.with_name(out.name + ".json"), sidecar)
+    atomic_write_json(out.with_name(out.name + ".json"), df.attrs["meta"])
     return out
 
 
+def _done(df: pd.DataFrame, side: dict[str, Any], out_csv: str | Path | None) -> pd.DataFrame:
+    df.attrs["meta"] = side
+    if out_csv is not None:
+        write(df, out_csv)
+    return df
+
+
+def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """One job per (switch, dataset) of a workflow config's ``fidelity_study`` block, limited to the config's
+    ``datasets`` (the workflow adds ``reuse``, the final models the study may load instead of training them)."""
+    study = config.get("fidelity_study") or {}
+    if not study.get("enabled", False):
+        return []
+    switches, seeds = study.get("switches"), study.get("seeds") or config.get("seeds") or [0]
+    return [{"switch": sw, "dataset": ds, "seeds": [int(s) for s in seeds], "quick": bool(study.get("quick", False))}
+            for sw, ds in default_plan() if (switches is None or sw in switches) and ds in config.get("datasets", [])]
+
+
+def run(job: dict[str, Any]) -> pd.DataFrame:
+    """One effect (:func:`run_effect` with the job's settings); ``df.attrs["meta"]`` is the sidecar."""
+    kw = {k: v for k, v in job.items() if k not in ("switch", "dataset")}
+    return run_effect(job["switch"], job["dataset"], **kw)
+
+
 # --------------------------------------------------------------------------------------------------- the study
-def run_effect(switch: str, dataset: str | None, out_csv: str | Path, seed: int = 0, epochs: int | None = None,
+def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = None, seed: int = 0,
+               epochs: int | None = None,
                n_runs: int | None = None, n_individuals: int | None = None, quick: bool = False,
                lambdas: tuple[float, ...] | None = None, progress: bool = False,
                seeds: tuple[int, ...] | list[int] | None = None,
@@ -181,14 +209,15 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path, seed: int 
     says which were reused). ``dataset`` None takes the switch's first default dataset. ``epochs`` default: the
     paper's 100 (``quick``: 10); ``n_runs`` default 100 (``quick``: 10); ``n_individuals`` default: the family's
     (250 synthetic, 100 tabular, 25 vision; ``quick``: 50); ``lambdas`` default: the paper's five test-time λ_egy.
-    Writes ``out_csv`` and ``out_csv.json`` and returns the table (one row per metric of :data:`METRICS`). A real
+    Returns the table (one row per metric of :data:`METRICS`; ``attrs["meta"]``: the sidecar), written to
+    ``out_csv`` and ``out_csv.json`` when given. A real
     dataset whose files are missing gives rows of NaN with a ``note`` saying why (the run is skipped, not failed).
     """
-    from .api import FailedTraining, train_population_from_configs
-    from .data import load_dataset
-    from .evaluation.protocol import EvalProtocol, evaluate_counterfactuals, performance
-    from .fidelity import resolve_fidelity
-    from .paper_settings import model_config
+    from ..data import load_dataset
+    from ..evaluation.protocol import EvalProtocol, evaluate_counterfactuals, performance
+    from ..fidelity import resolve_fidelity
+    from ..paper_settings import model_config
+    from ..training.pipeline import FailedTraining, train_population_from_configs
 
     if switch not in SWITCHES:
         raise ValueError(f"fidelity study: unknown switch {switch!r}; choose one of {sorted(SWITCHES)}")
@@ -231,8 +260,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path, seed: int 
         note = f"skipped: data for {dataset} not found ({first})"
         df = _rows(switch, dataset, spec, None, note=note, **meta)
         side.update(skipped=note, provenance=provenance())
-        _write(df, out_csv, side)
-        return df
+        return _done(df, side, out_csv)
 
     # every (setting, model, seed) → a training config; identical configs (a model the switch cannot change) train once
     configs: dict[str, dict[str, Any]] = {}
@@ -315,8 +343,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path, seed: int 
                 n_models_trained=len(keys) - len(reused), reused=reused, train_seconds=train_seconds,
                 seconds=time.perf_counter() - t_start,
                 provenance=provenance())
-    _write(out, out_csv, side)
-    return out
+    return _done(out, side, out_csv)
 
 
 def merge_effects(paths: list[str | Path], out: str | Path) -> pd.DataFrame:
@@ -351,50 +378,3 @@ def merge_effects(paths: list[str | Path], out: str | Path) -> pd.DataFrame:
     merged = merged[cols]
     atomic_write_text(out, merged.to_csv(index=False))
     return merged
-
-
-# --------------------------------------------------------------------------------------------------- CLI
-def _cmd_effect(args) -> int:
-    from .evaluation.runner import parse_models
-
-    df = run_effect(args.switch, args.dataset, args.out, seed=args.seed, epochs=args.epochs, n_runs=args.n_runs,
-                    n_individuals=args.n_individuals, quick=args.quick, seeds=args.seeds,
-                    reuse=dict(parse_models(args.reuse)) if args.reuse else None)
-    with pd.option_context("display.width", 120):
-        print(df[REQUIRED].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    if df["note"].astype(str).str.startswith("skipped").any():
-        print(df["note"].iloc[0])
-    return 0
-
-
-def _cmd_merge(args) -> int:
-    df = merge_effects(args.inputs, args.out)
-    print(f"wrote {args.out}: {len(df)} rows, {df['switch'].nunique()} switches")
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    """Register ``ctbench fidelity-effect`` and ``ctbench fidelity-effects-merge``."""
-    e = subparsers.add_parser("fidelity-effect", help="effect of one fidelity switch (reference vs paper value)")
-    e.add_argument("--switch", required=True, choices=sorted(SWITCHES))
-    e.add_argument("--dataset", help="dataset (default: the switch's first default dataset)")
-    e.add_argument("--out", required=True, help="CSV (a .json sidecar is written next to it)")
-    e.add_argument("--quick", action="store_true",
-                   help=f"small sizes: {QUICK['epochs']} epochs, {QUICK['n_runs']} runs, "
-                        f"{QUICK['n_individuals']} individuals")
-    e.add_argument("--epochs", type=int, help="training epochs (default: the paper's 100)")
-    e.add_argument("--n-runs", dest="n_runs", type=int, help="evaluation runs (default 100)")
-    e.add_argument("--n-individuals", dest="n_individuals", type=int, help="individuals per run (default: family's)")
-    e.add_argument("--seed", type=int, default=0, help="seed of the evaluation protocol")
-    e.add_argument("--seeds", type=int, nargs="+",
-                   help="training seeds (default: --seed); values pool the runs of all seeds as Table 1 does")
-    e.add_argument("--reuse", nargs="+", metavar="OBJECTIVE_sSEED=PATH",
-                   help="saved models to use where their config is the one the study would train (e.g. "
-                        "full_s0=results/paper/models/single/lin_sep/full_s0.pt)")
-    e.set_defaults(func=_cmd_effect)
-
-    m = subparsers.add_parser("fidelity-effects-merge", help="concatenate fidelity-effect CSVs (checked)")
-    m.add_argument("inputs", nargs="+", help="CSV files of ctbench fidelity-effect")
-    m.add_argument("--out", required=True, help="merged CSV, e.g. fidelity_effects.csv")
-    m.set_defaults(func=_cmd_merge)
-

@@ -21,7 +21,6 @@ authors trained a 1024-128-32-128-1024 autoencoder); HELOC's batch size is not s
 from __future__ import annotations
 
 import copy
-import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,9 +30,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..io import atomic_write_json, atomic_write_text, provenance
 from .consistency_search import FRAME_COLUMNS, METHODS, SearchContext, check_methods, evaluate, search_methods
 from .invalidation import retraining_members, retraining_plan
-from .io import atomic_write_json, atomic_write_text, provenance
 
 PARTS = ("black2022", "ct")
 #: the eight methods of 003's Table 1
@@ -167,7 +166,7 @@ def _accuracy(models: list, X: torch.Tensor, y: np.ndarray) -> dict[str, float]:
 
 
 def _targets(model, x: torch.Tensor, n_classes: int, seed: int) -> torch.Tensor:
-    from .training.trainer import sample_targets
+    from ..training.trainer import sample_targets
 
     with torch.no_grad():
         pred = model(x).argmax(1)
@@ -176,15 +175,15 @@ def _targets(model, x: torch.Tensor, n_classes: int, seed: int) -> torch.Tensor:
 
 def _members(part: str, dataset: str, seed: int, s: dict[str, Any], plan_n_train):
     """(data, constraints, fidelity, {model label: member list}, {label: search context extras}, notes)."""
-    from .api import _prepare
-    from .constraints import Constraints
-    from .data import load_dataset
-    from .fidelity import resolve_fidelity
-    from .generators import make_generator
-    from .models import build_model
-    from .paper_settings import model_config
-    from .training import Objective, TrainParams
-    from .training.population import Member
+    from ..constraints import Constraints
+    from ..data import load_dataset
+    from ..fidelity import resolve_fidelity
+    from ..generators import make_generator
+    from ..models import build_model
+    from ..paper_settings import model_config
+    from ..training import Objective, TrainParams
+    from ..training.pipeline import _prepare
+    from ..training.population import Member
 
     if part == "black2022":
         arch = ARCHITECTURES.get(dataset, DEFAULT_ARCHITECTURE)
@@ -225,15 +224,16 @@ def _members(part: str, dataset: str, seed: int, s: dict[str, Any], plan_n_train
     return first.data, first.cons, first.fid, members, ecco, plan, info
 
 
-def run(job: dict[str, Any], progress: bool = False) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Run one job (``{part, dataset, seed, settings}``); returns the per-counterfactual frame and its metadata.
+def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
+    """Run one job (``{part, dataset, seed, settings}``); returns the per-counterfactual frame, its metadata (the
+    sidecar) in ``attrs["meta"]``.
 
     Settings are checked first, then the data size against ``n_models`` (LOO needs that many distinct points): a
     bad value stops before any training. A real dataset whose files are missing gives an empty frame and a
     ``skipped`` note."""
-    from .generators.pgd import median_norm
-    from .generators.vae import fit_cached
-    from .training.population import train_population
+    from ..generators.pgd import median_norm
+    from ..generators.vae import fit_cached
+    from ..training.population import train_population
 
     part, dataset, seed = job["part"], job["dataset"], int(job.get("seed", 0))
     s = resolve_settings(job.get("settings"), part)
@@ -249,7 +249,7 @@ def run(job: dict[str, Any], progress: bool = False) -> tuple[pd.DataFrame, dict
     except FileNotFoundError as err:
         meta.update(skipped=f"skipped: data for {dataset} not found ({str(err).splitlines()[0]})",
                     provenance=provenance())
-        return pd.DataFrame(columns=FRAME_COLUMNS), meta
+        return _with_meta(pd.DataFrame(columns=FRAME_COLUMNS), meta)
     meta.update(info, n_train=int(len(data.y_train)), n_test=int(len(data.y_test)),
                 loo_rows=list(plan.loo_rows), rs_seeds=[plan.rs_seeds[0], plan.rs_seeds[-1]] if plan.rs_seeds else [])
     cpu["setup"] = time.process_time() - t0
@@ -296,51 +296,28 @@ def run(job: dict[str, Any], progress: bool = False) -> tuple[pd.DataFrame, dict
     cpu["total"] = time.process_time() - t0
     meta.update(models=models_meta, pgd_max_eps=eps, sns_radius=sns_radius, n_factuals=int(len(rows)),
                 cpu_seconds=cpu, provenance=provenance())
-    return pd.concat(frames, ignore_index=True), meta
+    return _with_meta(pd.concat(frames, ignore_index=True), meta)
 
 
-def write(df: pd.DataFrame, meta: dict[str, Any], out: str | Path) -> Path:
-    """``out`` (CSV, ``.csv.gz`` compressed) and ``out.json``, each atomically."""
+def _with_meta(df: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
+    df.attrs["meta"] = meta
+    return df
+
+
+def write(df: pd.DataFrame, out: str | Path) -> Path:
+    """``out`` (CSV, ``.csv.gz`` compressed) and ``out.json`` (``df.attrs["meta"]``), each atomically."""
     out = Path(out)
     text = df.to_csv(index=False)
     if out.suffix == ".gz":
         import gzip
 
-        from .io import atomic_write_bytes
+        from ..io import atomic_write_bytes
         atomic_write_bytes(out, gzip.compress(text.encode(), mtime=0))
     else:
         atomic_write_text(out, text)
-    atomic_write_json(out.with_name(out.name + ".json"), meta)
+    atomic_write_json(out.with_name(out.name + ".json"), df.attrs["meta"])
     return out
 
 
-def _cmd(args) -> int:
-    settings = json.loads(args.settings) if args.settings else {}
-    job = {"part": args.part, "dataset": args.dataset, "seed": args.seed, "settings": settings}
-    df, meta = run(job, progress=not args.quiet)
-    write(df, meta, args.out)
-    if "skipped" in meta:
-        print(meta["skipped"])
-        return 0
-    summ = df[df["valid"]].groupby(["model", "method"], sort=False)[["iv_loo", "iv_rs", "cost_l2"]].mean()
-    with pd.option_context("display.width", 140):
-        print(summ.to_string(float_format=lambda v: f"{v:.3f}"))
-    print(f"CPU seconds: {meta['cpu_seconds']['total']:.1f} (train {meta['cpu_seconds']['train']:.1f})")
-    return 0
-
-
-def add_cli(subparsers) -> None:
-    """Register ``ctbench consistency``."""
-    c = subparsers.add_parser("consistency", help="invalidation of counterfactuals under retraining (Black et al.)")
-    c.add_argument("--part", choices=PARTS, default="black2022",
-                   help="black2022: 003's Table 1 protocol; ct: the same on CT and BL models")
-    c.add_argument("--dataset", required=True)
-    c.add_argument("--seed", type=int, default=0, help="seed of the base model")
-    c.add_argument("--settings", help="JSON: methods, n_models, n_factuals, epochs, sources, sns, lipschitz, ...")
-    c.add_argument("--out", required=True, help="CSV (.csv or .csv.gz), one row per counterfactual; + .json")
-    c.add_argument("--quiet", action="store_true")
-    c.set_defaults(func=_cmd)
-
-
-__all__ = ["ARCHITECTURES", "DEFAULTS", "PARTS", "TABLE1_METHODS", "Architecture", "add_cli", "jobs",
+__all__ = ["ARCHITECTURES", "DEFAULTS", "PARTS", "TABLE1_METHODS", "Architecture", "jobs",
            "resolve_settings", "run", "write"]

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..paper_settings import model_config
+from ...paper_settings import model_config
 from .definitions import GRIDS, NOTE1, PARAMS, baseline_key, baseline_keys, grid_points
 
 
 def _step_applied(apply_step_size: bool | None, fidelity: str, fidelity_overrides: dict[str, Any] | None) -> bool:
     if apply_step_size is not None:
         return bool(apply_step_size)
-    from ..fidelity import resolve_fidelity
+    from ...fidelity import resolve_fidelity
 
     return resolve_fidelity(fidelity, fidelity_overrides).mode == "paper"
 

@@ -1,0 +1,106 @@
+"""``ctbench figure1`` and ``ctbench mnist-figures``: the runs of :mod:`ctbench.experiments.figure_runs`, drawn by
+:mod:`ctbench.report.figures` and :mod:`ctbench.report.mnist_grid` and written here (each file atomically)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..experiments.figure_runs.linear import FIG1, figure1
+from ..experiments.figure_runs.mnist import mnist_figures
+from ..io import atomic_write_json, atomic_write_text, save_figure
+
+
+def _detach(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The run's extras (arrays, the sidecar) off the table, so pandas does not copy them with every operation."""
+    extras = dict(table.attrs)
+    table.attrs.clear()
+    return table, extras
+
+
+def write_figure1(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Any]:
+    """Draw and write the result of :func:`~ctbench.experiments.figure_runs.figure1`: ``figure1.png``/``.pdf``,
+    ``.csv`` and ``.json``; returns the paths and each panel's summary."""
+    from ..report.figures import figure1_plot
+
+    table, extras = _detach(table)
+    meta, out = extras["meta"], Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    fig = figure1_plot(table, extras["panels"], *extras["train"], seed=meta["seed"],
+                       epochs=meta["settings"]["epochs"], feature_label=FIG1["feature_labels"][0])
+    paths = save_figure(fig, out / "figure1")
+    paths.append(atomic_write_text(out / "figure1.csv", table.to_csv(index=False)))
+    paths.append(atomic_write_json(out / "figure1.json", meta))
+    return {"paths": paths, "table": table, "panels": meta["panels"]}
+
+
+def write_mnist_figures(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Any]:
+    """Draw and write the result of :func:`~ctbench.experiments.figure_runs.mnist_figures` (counterfactual grid,
+    10×10 grids, attribution maps, their tables and ``mnist_figures.json``); returns the paths and both tables."""
+    from ..report.figures import mnist_attribution_plot, mnist_counterfactual_plot
+    from ..report.mnist_grid import write_mnist_grids
+
+    table, x = _detach(table)
+    pl, out = x["plot"], Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    fig = mnist_counterfactual_plot(x["images"], x["factuals"], x["counterfactuals"], table, pl["factual_class"],
+                                    pl["targets"], lambda_energy=pl["lambda_energy"], lambda_cost=pl["lambda_cost"],
+                                    max_iter=pl["max_iter"])
+    paths = save_figure(fig, out / "mnist_counterfactuals")
+    paths.append(atomic_write_text(out / "mnist_counterfactuals.csv", table.to_csv(index=False)))
+    if x["grid"] is not None:
+        paths += write_mnist_grids(x["grid"], out)["paths"]
+    paths += save_figure(mnist_attribution_plot(x["maps"], pl["classes"], pl["protected"]), out / "mnist_attribution")
+    paths.append(atomic_write_text(out / "mnist_attribution.csv", x["attribution"].to_csv(index=False)))
+    paths.append(atomic_write_json(out / "mnist_figures.json", x["meta"]))
+    return {"paths": paths, "counterfactuals": table, "attribution": x["attribution"]}
+
+
+def _cmd_figure1(args) -> int:
+    res = write_figure1(figure1(seed=args.seed, epochs=args.epochs, quick=args.quick), args.out)
+    ratios = ", ".join(f"({k}) {v['sensitivity_ratio']:.2f}" for k, v in res["panels"].items())
+    print(f"wrote {', '.join(str(p) for p in res['paths'])}; |w_age|/|w_x2|: {ratios}")
+    return 0
+
+
+def _cmd_mnist_figures(args) -> int:
+    table = mnist_figures(args.ct, args.bl, seed=args.seed, n_factuals=args.n_factuals,
+                          targets=args.targets, max_iter=args.max_iter, classes=args.classes,
+                          attribution_samples=args.attribution_samples, steps=args.steps,
+                          use_constraints=not args.unconstrained, grid10=not args.no_grid10,
+                          grid10_lambda_energy=args.grid10_lambda_energy)
+    res = write_mnist_figures(table, args.out)
+    valid = res["counterfactuals"].groupby("model")["valid"].mean().round(3).to_dict()
+    print(f"wrote {', '.join(str(p) for p in res['paths'])}; validity {valid}")
+    return 0
+
+
+def add_cli(subparsers) -> None:
+    """Register ``ctbench figure1`` and ``ctbench mnist-figures``."""
+    f = subparsers.add_parser("figure1", help="the paper's Figure 1: linear BL vs CT on LS, without/with age immutable")
+    f.add_argument("--out", required=True, help="folder for figure1.png/.pdf/.csv/.json")
+    f.add_argument("--quick", action="store_true", help=f"{FIG1['quick_epochs']} epochs (smoke run)")
+    f.add_argument("--epochs", type=int, help=f"training epochs (default {FIG1['training']['epochs']})")
+    f.add_argument("--seed", type=int, default=0)
+    f.set_defaults(func=_cmd_figure1)
+
+    m = subparsers.add_parser("mnist-figures", help="MNIST counterfactual grid and per-class integrated gradients")
+    m.add_argument("--ct", required=True, help="CT model (.pt)")
+    m.add_argument("--bl", required=True, help="BL model (.pt)")
+    m.add_argument("--out", required=True, help="folder for mnist_counterfactuals.* and mnist_attribution.*")
+    m.add_argument("--seed", type=int, default=42)
+    m.add_argument("--n-factuals", dest="n_factuals", type=int, default=3)
+    m.add_argument("--targets", type=int, nargs="+", default=[1, 2, 3, 4])
+    m.add_argument("--max-iter", dest="max_iter", type=int, default=1000)
+    m.add_argument("--classes", type=int, nargs="+", default=[5, 6, 7, 8, 9], help="classes of the attribution maps")
+    m.add_argument("--attribution-samples", dest="attribution_samples", type=int,
+                   help="at most N test images per class for the maps (default: all)")
+    m.add_argument("--steps", type=int, default=50, help="integrated-gradients path steps")
+    m.add_argument("--unconstrained", action="store_true", help="search without the models' mutability constraints")
+    m.add_argument("--no-grid10", dest="no_grid10", action="store_true",
+                   help="skip the appendix's 10x10 grids (mnist_grid_ct/bl.png, paper Figures 4-5)")
+    m.add_argument("--grid10-lambda-energy", dest="grid10_lambda_energy", type=float, default=25.0,
+                   help="ECCo energy penalty of the 10x10 grids (the authors': 25)")
+    m.set_defaults(func=_cmd_mnist_figures)

@@ -1,0 +1,46 @@
+"""Integrated gradients on the protected features (Table 2): ``jobs(config)`` lists one job per (dataset, seed) of a
+workflow config's mutability models, ``run(job)`` returns one row per (model, round); ``ctbench attribution`` writes
+it (:func:`.evaluation.write`). The attribution method is :mod:`ctbench.evaluation.attribution`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import torch
+
+from ..io import provenance
+from .evaluation import _model_meta, _per_model, load_models, models_of
+
+
+def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The mutability experiment's models per dataset and seed, with the config's ``attribution`` sizes."""
+    att = config.get("attribution") or {}
+    if not att.get("enabled", True) or "mutability" not in config["experiments"]:
+        return []
+    sizes = {"n_rounds": int(att.get("rounds", 100)), "n_samples": int(att.get("samples", 2500)),
+             "steps": int(att.get("steps", 50))}
+    return [{"experiment": "mutability", "dataset": d, "seed": int(s),
+             "models": models_of(config, "mutability", d, int(s)), **sizes}
+            for d in config["datasets"] for s in config["seeds"]]
+
+
+def run(job: dict[str, Any]) -> pd.DataFrame:
+    """One job (``{"models": {name: path}, "seed", "experiment", "n_rounds", "n_samples", "steps"}``): the same
+    rounds and baselines for every model."""
+    from ..evaluation.attribution import ig_rounds
+
+    seed, experiment = int(job.get("seed", 0)), str(job.get("experiment", ""))
+    n_rounds, n_samples, steps = (int(job.get(k, d)) for k, d in (("n_rounds", 100), ("n_samples", 2500),
+                                                                   ("steps", 50)))
+    models, data = load_models([f"{n}={p}" for n, p in job["models"].items()])
+    if not data.protected:
+        raise ValueError(f"dataset {data.name!r} has no protected features to attribute")
+    X = torch.as_tensor(data.X_test)
+    y = torch.as_tensor(data.y_test)
+    df = _per_model(models, data, experiment, lambda m: ig_rounds(
+        m, X, y, data.protected, n_rounds=n_rounds, n_samples=n_samples, seed=seed, steps=steps))
+    df.attrs["meta"] = {"kind": "integrated_gradients", "dataset": data.name, "experiment": experiment,
+                        "n_rounds": n_rounds, "n_samples": n_samples, "steps": steps, "seed": seed,
+                        "protected": data.protected, "models": _model_meta(models), "provenance": provenance()}
+    return df

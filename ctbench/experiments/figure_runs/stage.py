@@ -1,0 +1,36 @@
+"""The figure-runs stage as jobs: Figure 1 (always, when ``figures`` is enabled) and the MNIST figures (when the
+config has MNIST and the mutability experiment, whose first-seed CT and BL models they search)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..evaluation import model_path
+from .linear import figure1
+from .mnist import mnist_figures
+
+
+def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """``{"figure": "figure1", "quick"}`` (quick in the smoke profile, as the workflow's rule) and
+    ``{"figure": "mnist", "ct", "bl"}``."""
+    if not (config.get("figures") or {}).get("enabled", True):
+        return []
+    out = [{"figure": "figure1", "quick": config.get("profile") == "smoke"}]
+    if "mnist" in config["datasets"] and "mutability" in config["experiments"]:
+        s = int(config["seeds"][0])
+        out.append({"figure": "mnist", "ct": model_path(config, "mutability", "mnist", "full", s),
+                    "bl": model_path(config, "mutability", "mnist", "vanilla", s)})
+    return out
+
+
+def run(job: dict[str, Any]) -> pd.DataFrame:
+    """The figure's table (``figure1.csv`` or ``mnist_counterfactuals.csv``) with what the drawing needs in its
+    ``attrs`` (:mod:`ctbench.cli.figure_cmds` draws and writes it)."""
+    kw = {k: v for k, v in job.items() if k not in ("figure", "ct", "bl")}
+    if job["figure"] == "figure1":
+        return figure1(**kw)
+    if job["figure"] == "mnist":
+        return mnist_figures(job["ct"], job["bl"], **kw)
+    raise ValueError(f"figure runs: unknown figure {job['figure']!r}; choose figure1 or mnist")
