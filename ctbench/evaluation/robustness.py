@@ -116,18 +116,18 @@ def accuracy(model, X, y, batch_size: int | None = 8192) -> float:
 
 
 def _macro_f1_from_labels(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int | None = None) -> float:
+    """Macro F1 over the classes in the labels or the predictions (restricted to ``[0, n_classes)``), by
+    scikit-learn; equal bit for bit to the hand-written ``2·TP / (2·TP + FP + FN)`` per class (tests keep it)."""
+    from sklearn.metrics import f1_score
+
     y_true = np.asarray(y_true).reshape(-1)
     y_pred = np.asarray(y_pred).reshape(-1)
     classes = np.union1d(y_true, y_pred)
     if n_classes is not None:
         classes = classes[(classes >= 0) & (classes < n_classes)] if len(classes) else classes
-    scores = []
-    for c in classes:
-        tp = np.sum((y_true == c) & (y_pred == c))
-        fp = np.sum((y_true != c) & (y_pred == c))
-        fn = np.sum((y_true == c) & (y_pred != c))
-        scores.append(2.0 * tp / (2.0 * tp + fp + fn))
-    return float(np.mean(scores)) if scores else float("nan")
+    if len(classes) == 0:
+        return float("nan")
+    return float(f1_score(y_true, y_pred, labels=classes, average="macro", zero_division=np.nan))
 
 
 def macro_f1(model, X, y, n_classes: int | None = None, batch_size: int | None = 8192) -> float:
