@@ -11,11 +11,11 @@ from ctbench.evaluation.attribution import (
     ig_summary,
     integrated_gradients,
     make_baseline,
-    plot_attribution_maps,
     random_baseline,
     standardise_attributions,
 )
 from ctbench.models import build_model
+from ctbench.report.robustness_figures import plot_attribution_maps
 
 
 def _smooth_mlp(d=5, k=3, seed=0):

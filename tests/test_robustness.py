@@ -11,10 +11,10 @@ from ctbench.evaluation.robustness import (
     fgsm,
     macro_f1,
     pgd,
-    plot_robustness,
     robustness_curve,
 )
 from ctbench.models import build_model
+from ctbench.report.robustness_figures import plot_robustness
 
 
 class FixedPredictions(nn.Module):

@@ -46,7 +46,8 @@ FETCH_HINT = "ctbench data fetch"
 # -- locations ---------------------------------------------------------------------------------------------------
 
 def data_dir(raw_dir: str | os.PathLike | None = None) -> Path:
-    """The raw-data directory: ``$CTBENCH_DATA`` if set, else ``raw_dir``, else ``data/raw`` under the cwd."""
+    """The raw-data directory: ``$CTBENCH_DATA`` if set, else ``raw_dir``, else ``data/raw`` under the cwd
+    (the table in ``data/README.md``, checked by ``tests/test_data_dirs.py``)."""
     env = os.environ.get(ENV_DATA)
     if env:
         return Path(env).expanduser()

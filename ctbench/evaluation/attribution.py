@@ -31,12 +31,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ctbench.evaluation.robustness import _as_x, _as_y, _device, eval_mode, plot_robustness, save_figure
+from ctbench.evaluation.robustness import _as_x, _as_y, _device, eval_mode
 
 __all__ = [
     "integrated_gradients", "random_baseline", "data_range_baseline", "make_baseline", "draw_round_indices",
-    "standardise_attributions", "ig_rounds", "ig_summary", "class_attribution_maps", "plot_attribution_maps",
-    "plot_robustness", "BASELINES",
+    "standardise_attributions", "ig_rounds", "ig_summary", "class_attribution_maps", "BASELINES",
 ]
 
 BASELINES = ("uniform", "data_range", "zeros")
@@ -257,33 +256,3 @@ def class_attribution_maps(model, X, y, n_classes: int, steps: int = 50, baselin
         rng = m.max() - m.min()
         maps[c] = (m - m.min()) / rng if rng > 0 else np.zeros_like(m)
     return maps.reshape(int(n_classes), *shape)
-
-
-def plot_attribution_maps(maps, path, titles: Sequence[str] | None = None, cmap: str = "viridis",
-                          ncols: int | None = None) -> list:
-    """Heat-map grid of per-class attribution maps (``(K, H, W)``, or ``(K, D)`` drawn as 1×D strips).
-
-    Writes ``<path>.png`` and ``<path>.pdf`` (Agg canvas) and returns their paths.
-    """
-    from matplotlib.figure import Figure
-
-    maps = np.asarray(maps, dtype=float)
-    if maps.ndim == 2:
-        maps = maps[:, None, :]
-    K = maps.shape[0]
-    ncols = int(ncols or min(K, 5))
-    nrows = int(np.ceil(K / ncols))
-    fig = Figure(figsize=(2.0 * ncols, 2.1 * nrows))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    im = None
-    for k, ax in enumerate(axes.ravel()):
-        ax.set_xticks([])
-        ax.set_yticks([])
-        if k >= K:
-            ax.set_axis_off()
-            continue
-        im = ax.imshow(maps[k], cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto" if maps.shape[1] == 1 else "equal")
-        ax.set_title(titles[k] if titles is not None else str(k), fontsize="small")
-    if im is not None:
-        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
-    return save_figure(fig, path)

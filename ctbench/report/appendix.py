@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from .tables import PAPER_LABELS, PAPER_ORDER, PUBLISHED_DIR, _sort, _write_table
 
@@ -44,8 +45,8 @@ def _stats(values: pd.Series) -> dict[str, Any]:
     v = pd.to_numeric(values, errors="coerce").dropna().to_numpy(float)
     n = len(v)
     sd = float(np.std(v, ddof=1)) if n > 1 else (0.0 if n == 1 else float("nan"))
-    return {"mean": float(v.mean()) if n else float("nan"), "sd": sd,
-            "se": sd / np.sqrt(n) if n else float("nan"), "n_models": n}
+    se = float(stats.sem(v)) if n > 1 else (0.0 if n == 1 else float("nan"))  # sd / √n, as scipy defines it
+    return {"mean": float(v.mean()) if n else float("nan"), "sd": sd, "se": se, "n_models": n}
 
 
 def grid_performance(chunks: Iterable[str | Path] | pd.DataFrame,

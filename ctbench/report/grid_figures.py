@@ -9,7 +9,8 @@
   grid's first varied parameter.
 * :func:`write_grid_figures` — all figures for every grid found in the CSVs, PNG + PDF each, written atomically.
 
-matplotlib only, through the Agg canvas (no pyplot, no global backend change), as elsewhere in ``ctbench``.
+Drawn on the Agg canvas (no pyplot, no global backend change) in the report's seaborn theme (:mod:`.style`): one
+distinct colour per line and fonts sized for the book's page width.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pandas as pd
 
 from ..experiments.grids import GRIDS, epochs_path
 from ..io import save_figure
+from .style import palette, styled
 
 #: column of each grid parameter in a chunk CSV, and its axis label
 PARAM_LABELS: dict[str, str] = {
@@ -47,6 +49,7 @@ def _sorted_values(s: pd.Series) -> list:
         return sorted(vals, key=lambda v: (order.get(v, 99), str(v)))
 
 
+@styled
 def plot_change(df: pd.DataFrame, grid: str, metric: str, path: str | Path) -> list[Path]:
     """% change of ``metric`` (``ip`` or ``cost``) vs BL across the grid's parameters; writes ``path``.png/.pdf."""
     from matplotlib.figure import Figure
@@ -58,9 +61,10 @@ def plot_change(df: pd.DataFrame, grid: str, metric: str, path: str | Path) -> l
     params = varied_parameters(d, grid) or ["lambda_energy_eval"]
     datasets = list(dict.fromkeys(d["dataset"]))
     hue = "generator" if "generator" in params and d["generator"].nunique() > 1 else None
-    fig = Figure(figsize=(3.0 * len(params) + 1.2, 2.4 * len(datasets) + 0.8), layout="constrained")
+    fig = Figure(figsize=(4.2 * len(params) + 1.6, 3.4 * len(datasets) + 1.2), layout="constrained")
     axes = fig.subplots(len(datasets), len(params), squeeze=False, sharey="row")
     hues = _sorted_values(d[hue]) if hue else [None]
+    colours = dict(zip(hues, palette(len(hues)), strict=True))
     for i, ds in enumerate(datasets):
         dd = d[d["dataset"] == ds]
         for j, p in enumerate(params):
@@ -73,27 +77,28 @@ def plot_change(df: pd.DataFrame, grid: str, metric: str, path: str | Path) -> l
                 sub = dd if h is None else dd[dd[hue] == h]
                 stats = sub.groupby(p)[col].agg(["mean", "std"]).reindex(xs)
                 off = (k - (len(groups) - 1) / 2) * width
-                ax.errorbar(pos + off, stats["mean"], yerr=stats["std"].fillna(0.0), marker="o", ms=3.5,
-                            capsize=2, lw=1, label=None if h is None else str(h))
+                ax.errorbar(pos + off, stats["mean"], yerr=stats["std"].fillna(0.0), marker="o", ms=5,
+                            capsize=3, lw=1.6, color=colours.get(h, "0.25"), label=None if h is None else str(h))
             ax.axhline(0.0, color="grey", lw=0.8, ls="--")
             ax.set_xticks(pos, [f"{v:g}" if isinstance(v, (int, float, np.number)) else str(v) for v in xs])
+            ax.grid(False, axis="x")  # categorical x positions (offset per generator)
             ax.grid(alpha=0.3, axis="y")
             if i == len(datasets) - 1:
                 ax.set_xlabel(PARAM_LABELS.get(p, p))
             if j == 0:
-                ax.set_ylabel(f"{ds}\n{METRIC_LABELS.get(metric, col)}", fontsize="small")
+                ax.set_ylabel(f"{ds}\n{METRIC_LABELS.get(metric, col)}")
     if hue:
         handles, labels = next(((a.get_legend_handles_labels()) for a in axes.ravel()
                                 if a.get_legend_handles_labels()[0]), ([], []))
         if handles:
-            fig.legend(handles, labels, title=hue, loc="outside right upper", fontsize="small")
+            fig.legend(handles, labels, title=hue, loc="outside right upper")
     note = GRIDS.get(grid, {}).get("note")
     fig.suptitle(f"{GRIDS.get(grid, {}).get('title', grid)}" + (f" (Note {note})" if note else "")
-                 + f": {METRIC_LABELS.get(metric, col)} — mean ± sd over other parameters and test-time λ_egy",
-                 fontsize="medium")
+                 + f": {METRIC_LABELS.get(metric, col)}\nmean ± sd over the other parameters and test-time λ_egy")
     return save_figure(fig, Path(path))
 
 
+@styled
 def plot_mature(ep: pd.DataFrame, grid: str, path: str | Path, points: pd.DataFrame | None = None) -> list[Path]:
     """Share of mature CEs per epoch for ``grid``; ``points`` (summary rows) supplies the parameter columns."""
     from matplotlib.figure import Figure
@@ -110,27 +115,30 @@ def plot_mature(ep: pd.DataFrame, grid: str, path: str | Path, points: pd.DataFr
             keys = pp[["dataset", "point", hue]].drop_duplicates(["dataset", "point"])
             d = d.merge(keys, on=["dataset", "point"], how="left")
     datasets = list(dict.fromkeys(d["dataset"]))
-    fig = Figure(figsize=(3.6 * len(datasets) + 0.6, 3.2), layout="constrained")
+    fig = Figure(figsize=(4.6 * len(datasets) + 1.0, 4.6), layout="constrained")
     axes = fig.subplots(1, len(datasets), squeeze=False, sharey=True)[0]
     hues = _sorted_values(d[hue]) if hue else [None]
+    colours = dict(zip(hues, palette(len(hues)), strict=True))
     for ax, ds in zip(axes, datasets, strict=True):
         dd = d[d["dataset"] == ds]
         for h in hues:
             sub = dd if h is None else dd[dd[hue] == h]
             s = sub.groupby("epoch")["share_mature"].agg(["mean", "min", "max"])
             if s["mean"].notna().any():
-                line = ax.plot(s.index, s["mean"], lw=1.2,
-                               label=None if h is None else (f"{h:g}" if isinstance(h, float) else str(h)))[0]
-                ax.fill_between(s.index, s["min"], s["max"], alpha=0.15, color=line.get_color(), lw=0)
+                ax.plot(s.index, s["mean"], lw=2, color=colours[h],
+                        label=None if h is None else (f"{h:g}" if isinstance(h, float) else str(h)))
+                ax.fill_between(s.index, s["min"], s["max"], alpha=0.15, color=colours[h], lw=0)
         ax.set_title(ds)
         ax.set_xlabel("epoch")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("share of mature CEs")
     if hue:
-        axes[-1].legend(title=PARAM_LABELS.get(hue, hue), fontsize="small")
+        handles, labels = axes[0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, title=PARAM_LABELS.get(hue, hue), loc="outside right upper")
     fig.suptitle(f"{GRIDS.get(grid, {}).get('title', grid)}: proportion of mature CEs per epoch "
-                 "(mean, band = min–max over points)", fontsize="medium")
+                 "(mean, band = min–max over points)")
     return save_figure(fig, Path(path))
 
 

@@ -188,12 +188,14 @@ def with_published(ours: pd.DataFrame, published_csv: Path, keys: list[str], val
 
 
 def robustness_figure(robust: pd.DataFrame, path: Path) -> list[Path]:
-    from ..evaluation.robustness import plot_robustness
+    """One panel per dataset, one colour per objective (CT, CD, AR, BL), FGSM solid and PGD dashed, mean over seeds."""
+    from .robustness_figures import plot_robustness
 
     df = _label(robust)
-    df["model"] = df["dataset"] + " " + df["objective"].map({"full": "CT", "vanilla": "BL", "energy": "CD",
-                                                              "adversarial": "AR"}).fillna(df["model"])
-    return plot_robustness(df, path, hue="model", title="Accuracy under attack")
+    df["objective"] = df["objective"].map({"full": "CT", "vanilla": "BL", "energy": "CD",
+                                           "adversarial": "AR"}).fillna(df["objective"])
+    return plot_robustness(df, path, hue="objective", col="dataset", col_wrap=3,
+                           title="Accuracy under attack (mean over training seeds, band: min–max)")
 
 
 def _write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any]) -> None:

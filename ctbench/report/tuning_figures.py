@@ -28,6 +28,7 @@ import pandas as pd
 from ..experiments.grids import GRIDS
 from ..io import atomic_write_text, save_figure
 from .grid_figures import PARAM_LABELS, load_chunks, varied_parameters
+from .style import sequential, styled
 
 TUNING_GRIDS = ("tune", "tune_lr")
 #: the paper's panel order (appendix E: alphabetical by the datasets' full names)
@@ -82,7 +83,7 @@ def _panels(n: int):
 
     ncol = min(3, n)
     nrow = int(np.ceil(n / ncol))
-    fig = Figure(figsize=(4.2 * ncol + 0.8, 3.1 * nrow + 0.7), layout="constrained")
+    fig = Figure(figsize=(5.6 * ncol + 1.6, 4.4 * nrow + 1.0), layout="constrained")
     axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
     for ax in axes[n:]:
         ax.set_visible(False)
@@ -90,10 +91,8 @@ def _panels(n: int):
 
 
 def _colours(values: list) -> dict:
-    from matplotlib import colormaps
-
-    cmap = colormaps["viridis"]
-    return {v: cmap(0.15 + 0.7 * i / max(len(values) - 1, 1)) for i, v in enumerate(values)}
+    """One colour per (ordered) hue value, from a sequential palette: τ and the step size are ordered parameters."""
+    return dict(zip(values, sequential(len(values)), strict=True))
 
 
 def _title(grid: str, kind: str, ds: str) -> str:
@@ -101,6 +100,7 @@ def _title(grid: str, kind: str, ds: str) -> str:
     return (f"Fig. {n}: " if n else "") + FULL_NAMES.get(ds, ds)
 
 
+@styled
 def tuning_ip_figure(summary: pd.DataFrame, grid: str):
     """Boxplots of the % change of IP vs BL per grid point, one panel per dataset (see the module docstring)."""
     from matplotlib.patches import Patch
@@ -133,17 +133,19 @@ def tuning_ip_figure(summary: pd.DataFrame, grid: str):
         ax.set_xticks(range(len(xs)), [_fmt(v) for v in xs] if xp else [""])
         ax.set_xlabel(PARAM_LABELS.get(xp, xp) if xp else "")
         ax.set_ylabel("IP change vs BL (%)")
-        ax.set_title(_title(grid, "ip", ds), fontsize="medium")
+        ax.set_title(_title(grid, "ip", ds))
+        ax.grid(False, axis="x")  # categorical x: grid lines would run through the boxes
         ax.grid(alpha=0.3, axis="y")
     if hue:
         handles = [Patch(facecolor=colours[h], alpha=0.75, label=_fmt(h)) for h in hues]
-        fig.legend(handles=handles, title=PARAM_LABELS.get(hue, hue), loc="outside right upper", fontsize="small")
+        fig.legend(handles=handles, title=PARAM_LABELS.get(hue, hue), loc="outside right upper")
     note = GRIDS.get(grid, {}).get("note")
-    fig.suptitle(f"{GRIDS.get(grid, {}).get('title', grid)} (Note {note}): % change of IP vs BL; boxes over the "
-                 "test-time λ_egy (negative = more plausible)", fontsize="medium")
+    fig.suptitle(f"{GRIDS.get(grid, {}).get('title', grid)} (Note {note}): % change of IP vs BL\nboxes over the "
+                 "test-time λ_egy (negative = more plausible)")
     return fig
 
 
+@styled
 def tuning_mature_figure(epochs: pd.DataFrame, summary: pd.DataFrame, grid: str):
     """Share of mature CEs per epoch, one line per grid point, one panel per dataset."""
     from matplotlib.lines import Line2D
@@ -169,21 +171,21 @@ def tuning_mature_figure(epochs: pd.DataFrame, summary: pd.DataFrame, grid: str)
             first = dd[dd["point"] == point].iloc[0]
             hv = first[hue] if hue else None
             xv = first[xp] if xp else None
-            ax.plot(g["epoch"], g["share_mature"], color=colours[hv], ls=styles[xv], lw=1.3, gid=f"line:{point}")
+            ax.plot(g["epoch"], g["share_mature"], color=colours[hv], ls=styles[xv], lw=2, gid=f"line:{point}")
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("epoch")
         ax.set_ylabel("share of mature CEs")
-        ax.set_title(_title(grid, "mature", ds), fontsize="medium")
+        ax.set_title(_title(grid, "mature", ds))
         ax.grid(alpha=0.3)
     handles = [Line2D([], [], color=colours[h], lw=2, label=f"{PARAM_LABELS.get(hue, hue)} {_fmt(h)}")
                for h in hues if hue]
     handles += [Line2D([], [], color="black", ls=styles[x], label=f"{PARAM_LABELS.get(xp, xp)} {_fmt(x)}")
                 for x in xs if xp]
     if handles:
-        fig.legend(handles=handles, loc="outside right upper", fontsize="small")
+        fig.legend(handles=handles, loc="outside right upper")
     note = GRIDS.get(grid, {}).get("note")
-    fig.suptitle(f"{GRIDS.get(grid, {}).get('title', grid)} (Note {note}): proportion of mature counterfactuals in "
-                 "each epoch", fontsize="medium")
+    fig.suptitle(f"{GRIDS.get(grid, {}).get('title', grid)} (Note {note}):\nproportion of mature counterfactuals in "
+                 "each epoch")
     return fig
 
 
@@ -211,6 +213,7 @@ def split_tuning(paths: Iterable[str | Path]) -> tuple[list[Path], list[Path]]:
     return grid_paths, tune_paths
 
 
+@styled
 def write_tuning_figures(chunk_csvs: Iterable[str | Path], out_dir: str | Path) -> list[Path]:
     """``<grid>_ip`` and ``<grid>_mature`` (PNG + PDF) for each tuning grid in the CSVs, and ``tuning_points.csv``."""
     summary, epochs = load_chunks(chunk_csvs)
