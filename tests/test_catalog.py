@@ -74,7 +74,8 @@ def test_path_templates():
     assert catalog.fields("grid_chunk") == {"results", "grid", "dataset", "key", "chunk", "seed"}
     assert catalog.path("evaluation", "R/", experiment="single", dataset="lin_sep", seed=0) == \
         "R/eval/single/lin_sep_s0.csv.gz"
-    assert catalog.pattern("model", "R", dataset="{{dataset}}") == "R/models/{folder}/{{dataset}}/{objective}_s{seed}.pt"
+    assert catalog.pattern("model", "R", dataset="{{dataset}}") == \
+        "R/models/{folder}/{{dataset}}/{objective}_s{seed}.pt"
     with pytest.raises(ValueError, match=r"takes the fields \['dataset', 'seed'\]"):
         catalog.path("robustness", "R", dataset="lin_sep")
     with pytest.raises(ValueError, match="no result path 'evals'"):
