@@ -2,12 +2,15 @@
 #   snakemake --cores N                                       the paper (workflow/config/paper.yaml)
 #   snakemake --cores 2 --configfile workflow/config/quick.yaml  synthetic data, minutes
 #   snakemake --cores 2 --configfile workflow/config/smoke.yaml  every stage on tiny sizes (CI)
-# Rules are thin: each calls one `ctbench` command; what to build and how is decided in ctbench.workflow.
+# Rules are thin: each calls one `ctbench` command; what to build and how is decided in ctbench.workflow. Every output
+# path is a template of ctbench.catalog.PATHS (W.pattern / W.path), and a rule that reads another's files names them
+# as rules.X.output, so the DAG can be read from the rules.
 import os
 import sys
 
 from snakemake.utils import min_version
 
+from ctbench.catalog import EXPERIMENTS, GRIDS, OBJECTIVE_LABELS, TUNING_GRIDS
 from ctbench.workflow import Workflow
 from ctbench.workflow_check import snakemake_config
 
@@ -30,15 +33,16 @@ try:
     W.check(os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
 except ValueError as err:  # ctbench.errors.ConfigError and friends: one message naming the setting, no traceback
     sys.exit(f"ctbench: error in the workflow config: {err}")
-RES = W.results
+RES = W.results  # logs and benchmarks (Snakemake's own files) live under it too
+# Every rule that runs ctbench names envs/ctbench.yaml (`conda:`, relative to its rule file) for --use-conda users.
 
 
 wildcard_constraints:
-    experiment="single|mutability|ablation|baseline",
-    objective="full|vanilla|energy|adversarial",
+    experiment="|".join(EXPERIMENTS),
+    objective="|".join(OBJECTIVE_LABELS),
     seed=r"\d+",
     dataset=r"[a-z0-9_]+",
-    grid="gen_params|penalties|training_params|tune|tune_lr",
+    grid="|".join([*GRIDS, *TUNING_GRIDS]),
     key=r"bl[a-z0-9_]*",
     chunk=r"\d+",
     switch=r"[a-z_]+",
@@ -52,8 +56,8 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/robustness.smk"
 include: "workflow/rules/attribution.smk"
 include: "workflow/rules/consistency.smk"
-include: "workflow/rules/report.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
 include: "workflow/rules/book.smk"
 
 
@@ -64,6 +68,7 @@ report: "workflow/report/workflow.rst"
 
 rule all:
     input:
-        W.final_targets(),
+        rules.report.output,
+        rules.book.output if config.get("book", {}).get("enabled", True) else [],
         rules.report_gallery.output,
     default_target: True

@@ -1,7 +1,8 @@
 """The paper's experimental settings as data: final hyper-parameters per dataset and the model config of each run.
 
-Source: the appendix table "Final hyperparameters" and the run records (reference §8.3). Everything the workflow
-trains is built by :func:`model_config`, so a rule never spells out a hyper-parameter itself.
+Source: the appendix table "Final hyperparameters" (per dataset, in :mod:`ctbench.catalog`) and the run records
+(reference §8.3). Everything the workflow trains is built by :func:`model_config`, so a rule never spells out a
+hyper-parameter itself.
 """
 
 from __future__ import annotations
@@ -9,25 +10,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-#: per dataset: batch size, decision threshold τ used in training, nce, λ_reg (reference §8.3)
-FINAL: dict[str, dict[str, Any]] = {
-    "lin_sep": {"batch_size": 30, "tau": 0.5, "nce": 1000, "lambda_reg": 0.01},
-    "circles": {"batch_size": 30, "tau": 0.5, "nce": 1000, "lambda_reg": 0.5},
-    "moons": {"batch_size": 30, "tau": 0.9, "nce": 1000, "lambda_reg": 0.25},
-    "over": {"batch_size": 30, "tau": 0.5, "nce": 1000, "lambda_reg": 0.25},
-    "adult": {"batch_size": 1000, "tau": 0.75, "nce": 5000, "lambda_reg": 0.25},
-    "california_housing": {"batch_size": 1000, "tau": 0.5, "nce": 5000, "lambda_reg": 0.25},
-    "credit_default": {"batch_size": 1000, "tau": 0.5, "nce": 5000, "lambda_reg": 0.25},
-    "gmsc": {"batch_size": 1000, "tau": 0.5, "nce": 5000, "lambda_reg": 0.5},
-    "mnist": {"batch_size": 1000, "tau": 0.5, "nce": 5000, "lambda_reg": 0.01},
-}
-SYNTHETIC = ("lin_sep", "circles", "moons", "over")
-#: objectives trained per experiment (reference §7.1, §7.5)
-EXPERIMENT_OBJECTIVES = {
-    "single": ("full", "vanilla"),
-    "mutability": ("full", "vanilla"),
-    "ablation": ("full", "energy", "adversarial", "vanilla"),
-}
+from .catalog import EXPERIMENTS
+from .catalog import final_hyperparameters as _published
+
 #: common settings of all final runs
 COMMON: dict[str, Any] = {
     "model": {"type": "mlp", "hidden": 32, "layers": 1},
@@ -40,10 +25,7 @@ COMMON: dict[str, Any] = {
 
 def final_hyperparameters(dataset: str, best: dict[str, Any] | None = None) -> dict[str, Any]:
     """The published final setting of ``dataset``, or the tuning stage's choice ``best`` (τ, λ_reg) over it."""
-    if dataset not in FINAL:
-        hp = {"batch_size": 1000, "tau": 0.5, "nce": 5000, "lambda_reg": 0.25}  # the tabular default
-    else:
-        hp = dict(FINAL[dataset])
+    hp = _published(dataset)
     if best:
         unknown = set(best) - {"tau", "lambda_reg"}
         if unknown:
@@ -57,8 +39,8 @@ def model_config(dataset: str, experiment: str, objective: str, seed: int = 0, *
                  epochs: int | None = None, best: dict[str, Any] | None = None, threads: int = 1,
                  device: str = "cpu", overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``ctbench train`` config of one final model (experiment ∈ single, mutability, ablation)."""
-    if experiment not in EXPERIMENT_OBJECTIVES:
-        raise ValueError(f"experiment {experiment!r} not in {sorted(EXPERIMENT_OBJECTIVES)}")
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"experiment {experiment!r} not in {sorted(EXPERIMENTS)}")
     hp = final_hyperparameters(dataset, best)
     cfg = copy.deepcopy(COMMON)
     cfg.update({"seed": int(seed), "fidelity": fidelity, "fidelity_overrides": dict(fidelity_overrides or {}),

@@ -11,28 +11,14 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from .paper_settings import EXPERIMENT_OBJECTIVES, SYNTHETIC, model_config
-
-FAMILY = {**{d: "synthetic" for d in (*SYNTHETIC, "gauss10")}, "mnist": "vision"}
-
-
-def family(dataset: str) -> str:
-    return FAMILY.get(dataset, "tabular")
-
+from . import catalog
+from .catalog import EXPERIMENTS, FAMILY_FACTS, TUNING_GRIDS, family, model_folder
+from .paper_settings import model_config
 
 #: final models trained by one job per dataset and group. The ablation's CD and AR models are a job of their own so
 #: that adding the ablation to a finished run (or dropping it) never retrains the main models: Snakemake reruns a
 #: job whole when one of its outputs is missing.
 FINAL_GROUPS = {"main": ("baseline", "single", "mutability"), "ablation": ("ablation",)}
-
-
-def model_folder(experiment: str, objective: str) -> str:
-    """The folder of a final model: shared models live once (see :meth:`Workflow.model_path`)."""
-    if objective == "vanilla":
-        return "baseline"
-    if (experiment, objective) == ("ablation", "full"):
-        return "single"
-    return experiment
 
 
 @dataclass
@@ -69,16 +55,55 @@ class Workflow:
 
         check_workflow(self, schema_path)
 
-    # -- paths ---------------------------------------------------------------------------------------------------
+    # -- paths (templates: ctbench.catalog.PATHS) ----------------------------------------------------------------
+    def path(self, kind: str, **fields: Any) -> str:
+        """Result file ``kind`` of this run, every field filled."""
+        return catalog.path(kind, self.results, **fields)
+
+    def pattern(self, kind: str, **fields: Any) -> str:
+        """Result file ``kind`` with the fields not given left as Snakemake wildcards (the rules' outputs)."""
+        return catalog.pattern(kind, self.results, **fields)
+
     def model_path(self, experiment: str, dataset: str, objective: str, seed: int) -> str:
         """Where a final model lives. The vanilla baseline ignores counterfactual and mutability settings, so one
         BL per dataset and seed (``models/baseline/``) serves the single, mutability and ablation experiments; the
         ablation's full CT model has exactly the config of the single experiment's, so it is that model (one model,
         one number)."""
-        return f"{self.results}/models/{model_folder(experiment, objective)}/{dataset}/{objective}_s{seed}.pt"
+        return self.path("model", folder=model_folder(experiment, objective), dataset=dataset, objective=objective,
+                         seed=seed)
 
     def eval_path(self, experiment: str, dataset: str, seed: int) -> str:
-        return f"{self.results}/eval/{experiment}/{dataset}_s{seed}.csv.gz"
+        return self.path("evaluation", experiment=experiment, dataset=dataset, seed=seed)
+
+    def wildcards(self, kind: str) -> dict[str, list]:
+        """The wildcards of every file of ``kind`` (a template of :data:`ctbench.catalog.PATHS`) this run makes, as
+        parallel lists: the rules' ``expand(rules.X.output, zip, **W.wildcards(kind))``."""
+        records = self._records(kind)
+        return {k: [r[k] for r in records] for k in sorted(catalog.fields(kind) - {"results"})}
+
+    def outputs(self, kind: str) -> list[str]:
+        """The files of ``kind`` this run makes, in the order of :meth:`wildcards`."""
+        return [self.path(kind, **r) for r in self._records(kind)]
+
+    def _records(self, kind: str) -> list[dict[str, Any]]:
+        seeds = self.seeds
+        if kind == "evaluation":
+            return [{"experiment": e, "dataset": d, "seed": s} for e in self.experiments for d in self.datasets
+                    for s in seeds]
+        if kind in ("robustness", "attribution"):
+            chosen = self.robustness_datasets() if kind == "robustness" else self.attribution_datasets()
+            return [{"dataset": d, "seed": s} for d in chosen for s in seeds]
+        if kind == "grid_chunk":  # every enabled grid, the tuning grids included (the appendix's tuning figures)
+            return [{"grid": g, "dataset": d, "key": k, "chunk": i, "seed": s} for g in self.grid_names()
+                    for d in self.grid_datasets(g) for (k, i, _) in self.grid_chunks(g) for s in self.grid_seeds()]
+        if kind == "tune_best":
+            return [{"dataset": d} for d in self.tune_datasets()]
+        if kind == "fidelity_effect":
+            return [{"switch": sw, "dataset": ds} for sw, ds in self.fidelity_pairs()]
+        if kind == "consistency":
+            return [{k: j[k] for k in ("part", "dataset", "seed")} for j in self.consistency_jobs()]
+        raise ValueError(f"no list of {kind!r} files; lists: evaluation, robustness, attribution, grid_chunk, "
+                         "tune_best, fidelity_effect, consistency")
 
     def robustness_datasets(self) -> list[str]:
         rob = self.config.get("robustness", {})
@@ -102,17 +127,11 @@ class Workflow:
         return list(dict.fromkeys(paths))
 
     def evaluations(self) -> list[str]:
-        return [self.eval_path(e, d, s) for e in self.experiments for d in self.datasets for s in self.seeds]
-
-    def robustness_outputs(self) -> list[str]:
-        return [f"{self.results}/robustness/{d}_s{s}.csv" for d in self.robustness_datasets() for s in self.seeds]
-
-    def attribution_outputs(self) -> list[str]:
-        return [f"{self.results}/attribution/{d}_s{s}.csv" for d in self.attribution_datasets() for s in self.seeds]
+        return self.outputs("evaluation")
 
     # -- grid searches and tuning ----------------------------------------------------------------------------------
     def _grid_block(self, grid: str) -> dict[str, Any]:
-        return self.config.get("tune" if grid in ("tune", "tune_lr") else "grids", {}) or {}
+        return self.config.get("tune" if grid in TUNING_GRIDS else "grids", {}) or {}
 
     def grid_names(self) -> list[str]:
         g, t = self.config.get("grids", {}) or {}, self.config.get("tune", {}) or {}
@@ -137,17 +156,11 @@ class Workflow:
             by_key.setdefault(baseline_key(grid, p), []).append(p["id"])
         return [(key, i, c) for key, ids in by_key.items() for i, c in enumerate(chunks(ids, size))]
 
-    def grid_chunk_path(self, grid: str, dataset: str, key: str, chunk: int, seed: int) -> str:
-        return f"{self.results}/grids/{grid}/{dataset}/{key}_c{chunk}_s{seed}.csv"
-
     def grid_chunk_ids(self, grid: str, key: str, chunk: int) -> list[str]:
         for k, i, ids in self.grid_chunks(grid):
             if k == key and i == int(chunk):
                 return ids
         raise ValueError(f"grid {grid}: no chunk {chunk} for baseline key {key}")
-
-    def grid_baseline_path(self, grid: str, dataset: str, key: str, seed: int) -> str:
-        return f"{self.results}/grids/{grid}/{dataset}/baseline_{key}_s{seed}.pt"
 
     def grid_common_args(self, grid: str, dataset: str) -> str:
         block = self._grid_block(grid)
@@ -165,45 +178,52 @@ class Workflow:
         ev = self._grid_block(grid).get("evaluation") or {}
         return f"--eval {shlex.quote(json.dumps(ev, sort_keys=True))}" if ev else ""
 
-    def grid_outputs(self, grids: list[str] | None = None) -> list[str]:
-        """Chunk CSVs of ``grids`` (default: every enabled grid, the tuning grids included: the report draws the
-        appendix's tuning figures and performance tables from them)."""
-        names = self.grid_names() if grids is None else grids
-        return [self.grid_chunk_path(g, d, k, i, s) for g in names for d in self.grid_datasets(g)
-                for (k, i, _) in self.grid_chunks(g) for s in self.grid_seeds()]
+    def grid_outputs(self) -> list[str]:
+        return self.outputs("grid_chunk")
 
     def grid_seeds(self) -> list[int]:
         """Seeds of the grid searches and tuning: the first training seed (the authors' grids ran one seed each);
         more training seeds add uncertainty to the final models' tables, not to the hyper-parameter choice."""
         return self.seeds[:1]
 
+    def tune_chunk_wildcards(self) -> dict[str, list]:
+        """The chunks one ``tune_select`` job reads, less its dataset (the tuning grids share the ``tune`` block's
+        datasets), for ``expand(rules.grid_chunk.output, zip, allow_missing=True, ...)``."""
+        rec = [{"grid": g, "key": k, "chunk": i, "seed": s} for g in self.grid_names() if g in TUNING_GRIDS
+               for (k, i, _) in self.grid_chunks(g) for s in self.grid_seeds()]
+        return {k: [r[k] for r in rec] for k in ("grid", "key", "chunk", "seed")}
+
     def tune_chunks(self, dataset: str) -> list[str]:
-        names = [g for g in self.grid_names() if g in ("tune", "tune_lr")]
-        return [self.grid_chunk_path(g, dataset, k, i, s) for g in names if dataset in self.grid_datasets(g)
-                for (k, i, _) in self.grid_chunks(g) for s in self.grid_seeds()]
+        w = self.tune_chunk_wildcards() if dataset in self.tune_datasets() else {}
+        return [self.path("grid_chunk", dataset=dataset, **dict(zip(w, v, strict=True)))
+                for v in zip(*w.values(), strict=True)]
+
+    def tune_datasets(self) -> list[str]:
+        names = [g for g in self.grid_names() if g in TUNING_GRIDS]
+        return sorted({d for g in names for d in self.grid_datasets(g)})
 
     def tune_outputs(self) -> list[str]:
-        names = [g for g in self.grid_names() if g in ("tune", "tune_lr")]
-        if not names:
-            return []
-        ds = sorted({d for g in names for d in self.grid_datasets(g)})
-        return [f"{self.results}/tune/{d}/best.json" for d in ds]
+        return self.outputs("tune_best")
 
     def prop31_outputs(self) -> list[str]:
         if not self.config.get("prop31", {}).get("enabled", True):
             return []
         # every output the report reads is requested, so a run that lacks one (e.g. made before it existed) makes it
-        return [f"{self.results}/report/prop31/prop31_summary.csv", f"{self.results}/report/prop31/prop31_settings.csv"]
+        return [self.path("prop31_file", table=t) for t in ("summary", "settings")]
 
     # -- figures and the fidelity study (written straight into the report folder) --------------------------------
     def figure_outputs(self) -> list[str]:
         if not self.config.get("figures", {}).get("enabled", True):
             return []
-        out = [f"{self.results}/report/figure1.png"]
-        if "mnist" in self.datasets and "mutability" in self.experiments:
-            out += [f"{self.results}/report/{name}.png" for name in ("mnist_counterfactuals", "mnist_grid_ct",
-                                                                      "mnist_grid_bl")]
+        out = [self.path("report_figure", name="figure1")]
+        if self.mnist_figures():
+            out += [self.path("report_figure", name=n)
+                    for n in ("mnist_counterfactuals", "mnist_grid_ct", "mnist_grid_bl")]
         return out
+
+    def mnist_figures(self) -> bool:
+        return bool(self.config.get("figures", {}).get("enabled", True)) and "mnist" in self.datasets \
+            and "mutability" in self.experiments
 
     def fidelity_pairs(self) -> list[tuple[str, str]]:
         from .experiments.fidelity import default_plan
@@ -236,7 +256,7 @@ class Workflow:
         return " ".join(["--reuse", *(shlex.quote(f"{k}={v}") for k, v in reuse.items())]) if reuse else ""
 
     def fidelity_outputs(self) -> list[str]:
-        return [f"{self.results}/fidelity/{sw}/{ds}.csv" for sw, ds in self.fidelity_pairs()]
+        return self.outputs("fidelity_effect")
 
     # -- the consistency study (Black et al. 2022; its tables are written by the report) -------------------------
     def consistency_jobs(self) -> list[dict[str, Any]]:
@@ -244,11 +264,8 @@ class Workflow:
 
         return jobs(self.config)
 
-    def consistency_path(self, part: str, dataset: str, seed: int) -> str:
-        return f"{self.results}/consistency/{part}/{dataset}_s{seed}.csv.gz"
-
     def consistency_outputs(self) -> list[str]:
-        return [self.consistency_path(j["part"], j["dataset"], j["seed"]) for j in self.consistency_jobs()]
+        return self.outputs("consistency")
 
     def consistency_settings(self, part: str, dataset: str, seed: int | str) -> str:
         """The ``--settings`` JSON of one consistency job (shell-quoted)."""
@@ -258,14 +275,14 @@ class Workflow:
         raise ValueError(f"consistency: no job for part {part}, dataset {dataset}, seed {seed} in this profile")
 
     def book_inputs(self) -> list[str]:
-        extra = [f"{self.results}/report/fidelity_effects.csv"] if self.fidelity_pairs() else []
+        extra = [self.path("fidelity_effects")] if self.fidelity_pairs() else []
         return [self.report_index(), *self.figure_outputs(), *extra]
 
     def report_index(self) -> str:
-        return f"{self.results}/report/index.json"
+        return self.path("report_index")
 
     def book_index(self) -> str:
-        return f"{self.results}/book/_build/html/index.html"
+        return self.path("book_index")
 
     def final_targets(self) -> list[str]:
         """What ``rule all`` asks for: the report (and the book when enabled)."""
@@ -278,7 +295,7 @@ class Workflow:
     def best_json(self, dataset: str) -> list[str]:
         """The tuning stage's choice as an input of final training, only when ``tune.select`` is on."""
         tune = self.config.get("tune", {})
-        tuned = f"{self.results}/tune/{dataset}/best.json"
+        tuned = self.path("tune_best", dataset=dataset)
         if tune.get("enabled", False) and tune.get("select", False) and tuned in self.tune_outputs():
             return [tuned]
         return []
@@ -307,7 +324,7 @@ class Workflow:
             raise ValueError(f"final training group {group!r} not in {sorted(FINAL_GROUPS)}")
         triples = []
         for e in self.experiments:
-            for o in EXPERIMENT_OBJECTIVES[e]:
+            for o in EXPERIMENTS[e]:
                 for s in self.seeds:
                     folder = model_folder(e, o)
                     if group is None or folder in FINAL_GROUPS[group]:
@@ -336,7 +353,7 @@ class Workflow:
         return json.dumps((self.config.get("data_params") or {}).get(dataset, {}), sort_keys=True)
 
     def eval_models(self, experiment: str, dataset: str, seed: int) -> dict[str, str]:
-        return {o: self.model_path(experiment, dataset, o, seed) for o in EXPERIMENT_OBJECTIVES[experiment]}
+        return {o: self.model_path(experiment, dataset, o, seed) for o in EXPERIMENTS[experiment]}
 
     def evaluated_models(self, experiment: str, dataset: str, seed: int) -> dict[str, str]:
         """The models one evaluation job searches. The ablation leaves out CT and BL when the ``single`` evaluation
@@ -344,7 +361,7 @@ class Workflow:
         the report takes them from ``single``."""
         models = self.eval_models(experiment, dataset, seed)
         if experiment == "ablation" and "single" in self.experiments:
-            models = {o: p for o, p in models.items() if o not in EXPERIMENT_OBJECTIVES["single"]}
+            models = {o: p for o, p in models.items() if o not in EXPERIMENTS["single"]}
         return models
 
     def model_args(self, models: dict[str, str]) -> str:
@@ -373,8 +390,7 @@ class Workflow:
                 f"--steps {int(a.get('steps', 50))}")
 
     def mem_mb(self, dataset: str, stage: str = "train") -> int:
-        base = {"synthetic": 1000, "tabular": 3000, "vision": 6000}[family(dataset)]
-        return base * (2 if stage == "evaluate" else 1)
+        return FAMILY_FACTS[family(dataset)]["mem_mb"] * (2 if stage == "evaluate" else 1)
 
     def runtime_min(self, dataset: str, stage: str = "train") -> int:
-        return {"synthetic": 10, "tabular": 30, "vision": 90}[family(dataset)] * (2 if stage == "evaluate" else 1)
+        return FAMILY_FACTS[family(dataset)]["runtime_min"] * (2 if stage == "evaluate" else 1)

@@ -95,8 +95,20 @@ def _checked(where: str, fn, *args, **kw):
         raise kind(msg if msg.startswith(where) else f"{where}: {msg}") from None
 
 
+def _dataset_lists(c: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(setting, dataset names) of every config list besides ``datasets``."""
+    cons = c.get("consistency") or {}
+    lists = [("robustness.datasets", (c.get("robustness") or {}).get("datasets")),
+             ("grids.datasets", (c.get("grids") or {}).get("datasets")),
+             ("tune.datasets", (c.get("tune") or {}).get("datasets")),
+             ("consistency.datasets", cons.get("datasets")),
+             ("consistency.ct.datasets", (cons.get("ct") or {}).get("datasets"))]
+    return [(where, list(names)) for where, names in lists if names]
+
+
 def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None:
     """All checks of the module docstring for a :class:`ctbench.workflow.Workflow`; raises :class:`ConfigError`."""
+    from .catalog import TUNING_GRIDS, family
     from .data import available
     from .data.plugins import HOW_TO
     from .evaluation.protocol import EvalProtocol
@@ -113,6 +125,15 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
     for ds in (c.get("data_params") or {}):
         if ds not in names:
             raise ConfigError(f"data_params.{ds}: {ds!r} is not a dataset; known: {sorted(available())}")
+    # the other lists of dataset names (the schema leaves names open: a user's dataset needs no schema edit)
+    for where, chosen in _dataset_lists(c):
+        for ds in chosen:
+            if ds not in names:
+                raise ConfigError(f"{where}: unknown dataset {ds!r}; known: {sorted(available())}; {HOW_TO}")
+    for ds in (c.get("grids") or {}).get("datasets") or []:
+        if family(ds) != "synthetic":
+            raise ConfigError(f"grids.datasets: {ds!r} is a {family(ds)} dataset; the appendix grids (Notes 3-7) "
+                              "run on synthetic datasets only")
     grid_only = [d for g in workflow.grid_names() for d in workflow.grid_datasets(g) if d not in workflow.datasets]
     for ds in dict.fromkeys([*workflow.datasets, *grid_only]):
         if ds not in names:
@@ -138,7 +159,7 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
                      **workflow.eval_settings(ds))
     # grids and tuning: values (types, ranges), every point's train config, the grid evaluation protocol
     for grid in workflow.grid_names():
-        block = "tune" if grid in ("tune", "tune_lr") else "grids"
+        block = "tune" if grid in TUNING_GRIDS else "grids"
         where = f"{block}.overrides.{grid}"
         overrides = workflow.grid_overrides(grid)
         points = _checked(where, grid_points, grid, overrides, where)

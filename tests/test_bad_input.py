@@ -503,7 +503,7 @@ DRY = [
 @pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed next to this Python")
 @pytest.mark.parametrize("config,rc,needles", [c[1:] for c in DRY], ids=[c[0] for c in DRY])
 def test_snakemake_dry_run_checks_settings_at_start_up(config, rc, needles, tmp_path):
-    for name in ("Snakefile", "workflow", "claims.yaml"):
+    for name in ("Snakefile", "workflow", "envs", "claims.yaml"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}

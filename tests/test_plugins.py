@@ -26,7 +26,7 @@ def _readme_section() -> tuple[str, str]:
 @pytest.fixture()
 def project(tmp_path):
     """A working directory with the workflow (links) and the README's loader in my_loader.py."""
-    for name in ("Snakefile", "workflow", "claims.yaml", "paper"):
+    for name in ("Snakefile", "workflow", "envs", "claims.yaml", "paper"):
         (tmp_path / name).symlink_to(ROOT / name)
     code, _ = _readme_section()
     (tmp_path / "my_loader.py").write_text(code)

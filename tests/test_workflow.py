@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ctbench.paper_settings import FINAL, apply_best, model_config
+from ctbench.catalog import DATASETS
+from ctbench.paper_settings import apply_best, model_config
 from ctbench.workflow import Workflow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,8 +53,8 @@ def test_model_config_uses_the_papers_final_settings():
     assert cfg["mutability"] == "protected" and cfg["seed"] == 3
     adult = model_config("adult", "single", "vanilla", epochs=5, overrides={"training.nce": 10})
     assert adult["training"]["batch_size"] == 1000 and adult["training"]["nce"] == 10 and adult["mutability"] is None
-    assert set(FINAL) == {"lin_sep", "circles", "moons", "over", "adult", "california_housing", "credit_default",
-                          "gmsc", "mnist"}
+    assert {n for n, d in DATASETS.items() if d.final} == {
+        "lin_sep", "circles", "moons", "over", "adult", "california_housing", "credit_default", "gmsc", "mnist"}
     with pytest.raises(ValueError, match="experiment"):
         model_config("lin_sep", "bogus", "full")
 
@@ -165,7 +166,7 @@ SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 def test_snakemake_report_shows_the_results(tmp_path):
     """`snakemake --report` holds the report stage's tables and figures in their categories, with captions (the
     report_gallery rule alone, on a copy of the committed result set: no training)."""
-    for name in ("Snakefile", "workflow", "claims.yaml"):
+    for name in ("Snakefile", "workflow", "envs", "claims.yaml"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
     report = tmp_path / "res" / "report"

@@ -6,21 +6,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..catalog import DATASETS, FAMILIES
 from .base import Dataset
 
 _LOADERS: dict[str, Callable[..., Dataset]] = {}
 _INFO: dict[str, dict[str, Any]] = {}
 
 
-def register(name: str, *, family: str, description: str = "", aliases: tuple[str, ...] = ()):
-    """Decorator: register ``loader(fidelity=..., seed=..., **params) -> Dataset`` under ``name``."""
+def register(name: str, *, family: str, description: str = "", aliases: tuple[str, ...] = (),
+             label: str | None = None):
+    """Decorator: register ``loader(fidelity=..., seed=..., **params) -> Dataset`` under ``name``. ``family`` (one of
+    :data:`ctbench.catalog.FAMILIES`) sets the evaluation protocol and the workflow's resources; ``label`` is the
+    name in report tables (default: ``name``). A dataset of :data:`ctbench.catalog.DATASETS` must agree with it."""
+    if family not in FAMILIES:
+        raise ValueError(f"dataset {name!r}: family {family!r} is not one of {FAMILIES}")
+    facts = DATASETS.get(name)
+    if facts is not None and (family != facts.family or label not in (None, facts.label)):
+        raise ValueError(f"dataset {name!r}: registered as ({family}, {label}), but the catalog (ctbench/catalog.py) "
+                         f"says ({facts.family}, {facts.label})")
 
     def deco(fn: Callable[..., Dataset]) -> Callable[..., Dataset]:
         for key in (name, *aliases):
             if key in _LOADERS:
                 raise ValueError(f"dataset {key!r} registered twice")
             _LOADERS[key] = fn
-        _INFO[name] = {"family": family, "description": description, "aliases": list(aliases)}
+        _INFO[name] = {"family": family, "label": label or (facts.label if facts else name),
+                       "description": description, "aliases": list(aliases)}
         return fn
 
     return deco

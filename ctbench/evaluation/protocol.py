@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..catalog import FAMILY_FACTS
 from ..checks import Rule, check_overrides, check_value
 from ..constraints import Constraints
 from ..errors import ConfigError
@@ -26,8 +27,8 @@ from ..fidelity import Fidelity
 from ..generators import Convergence, make_generator
 from .metrics import cost_l1, implausibility, ip_star, redundancy, validity
 
-#: n_individuals per run and λ in the reference's final evaluation (§7.1)
-N_INDIVIDUALS = {"synthetic": 250, "tabular": 100, "vision": 25}
+#: n_individuals per run in the reference's final evaluation, by dataset family (§7.1; ctbench.catalog)
+N_INDIVIDUALS = {f: facts["n_individuals"] for f, facts in FAMILY_FACTS.items()}
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,15 @@ from typing import Any
 
 import pandas as pd
 
+from ..catalog import AVERAGE, OBJECTIVE_LABELS  # noqa: F401  (re-exported for the renderers)
+from ..catalog import PAPER_LABELS as DATASET_LABELS
+from ..catalog import PAPER_ORDER as _PAPER_ORDER
+
 GENERATED = "_generated"
 #: report files copied into the book (everything else in the report folder is ignored)
 COPY_SUFFIXES = (".csv", ".md", ".png", ".svg", ".jpg", ".pdf", ".json")
-PAPER_ORDER = ["LS", "Circ", "Moon", "OL", "Adult", "CH", "Cred", "GMSC", "MNIST", "Avg."]
-DATASET_LABELS = {"lin_sep": "LS", "circles": "Circ", "moons": "Moon", "over": "OL", "adult": "Adult",
-                  "california_housing": "CH", "credit_default": "Cred", "gmsc": "GMSC", "mnist": "MNIST"}
-OBJECTIVE_LABELS = {"full": "CT", "vanilla": "BL", "energy": "CD", "adversarial": "AR"}
+#: the paper's dataset labels in its order, then the average row
+PAPER_ORDER = [*_PAPER_ORDER, AVERAGE]
 
 # --------------------------------------------------------------------------------------------------- helpers
 

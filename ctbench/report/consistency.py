@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..catalog import BLACK2022_LABELS, BLACK2022_ORDER
 from ..io import atomic_write_text, save_figure
 from .markdown import frame_to_markdown
 
-DATASET_LABELS = {"german_credit": "German Credit", "epileptic_seizure": "Seizure", "cardiotocography": "CTG",
-                  "heloc_b22": "HELOC", "credit_default_b22": "Taiwanese Credit"}
-DATASET_ORDER = ["German Credit", "Seizure", "CTG", "Warfarin", "HELOC", "Taiwanese Credit"]
+DATASET_LABELS = BLACK2022_LABELS
+DATASET_ORDER = list(BLACK2022_ORDER)
 METHOD_LABELS = {"min_l1": "Min L1", "min_l1+sns": "Min L1 + SNS", "min_l2": "Min L2", "min_l2+sns": "Min L2 + SNS",
                  "min_eps_pgd": "Min eps PGD", "min_eps_pgd+sns": "Min eps PGD + SNS", "prototype": "Looveren et al.",
                  "prototype+sns": "Looveren et al. + SNS", "latent_random": "Pawelczyk et al.",

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..catalog import PAPER_ORDER, VERSION_LABELS  # noqa: F401 (VERSION_LABELS re-exported)
 from ..evaluation.aggregate import reduction_table
 from ..evaluation.seeds import SEED_LEVEL, pool_seeds  # noqa: F401 (SEED_LEVEL re-exported)
 from ..evaluation.seeds import seed_level as _seed_level
@@ -33,10 +34,8 @@ from ..evaluation.seeds import seed_level as _seed_level
 PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
 PRIMARY = "preprint_2025_07"
 VERSIONS = ("preprint_2025_07", "satml_2026", "preprint_2025_03")
-VERSION_LABELS = {"preprint_2025_07": "July 2025 preprint", "satml_2026": "final (SaTML 2026)",
-                  "preprint_2025_03": "March 2025 preprint"}
-#: the nine datasets of the paper, in its order
-PAPER_DATASETS = ["LS", "Circ", "Moon", "OL", "Adult", "CH", "Cred", "GMSC", "MNIST"]
+#: the nine datasets of the paper (labels), in its order
+PAPER_DATASETS = list(PAPER_ORDER)
 MIN_VALIDITY = 0.05
 MAX_NAN_SHARE = 0.10
 #: (experiment, metric column, paper_value kind, label) of Table 1's three columns

@@ -15,17 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..catalog import AVERAGE, OBJECTIVE_LABELS, PAPER_LABELS, PAPER_ORDER
 from ..errors import BadFileError
 from ..evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
 from ..io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
 from .markdown import frame_to_markdown
 from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, pool_seeds
 from .table1 import table1 as table1_cells
-
-#: our dataset names → the paper's labels
-PAPER_LABELS = {"lin_sep": "LS", "circles": "Circ", "moons": "Moon", "over": "OL", "adult": "Adult",
-                "california_housing": "CH", "credit_default": "Cred", "gmsc": "GMSC", "mnist": "MNIST"}
-PAPER_ORDER = list(PAPER_LABELS.values())
 
 
 def read_frames(paths: Iterable[str | Path], what: str = "input", required: Iterable[str] = ()) -> pd.DataFrame:
@@ -45,14 +41,15 @@ def read_frames(paths: Iterable[str | Path], what: str = "input", required: Iter
 def _label(df: pd.DataFrame) -> pd.DataFrame:
     names = df["dataset"].unique()
     labels = {d: PAPER_LABELS.get(d, d) for d in names}
+    # a new frame either way, its columns shared until written (pandas copy-on-write): callers may set columns on
+    # it without touching the caller's frame, and a 34M-row evaluation frame is not copied
     if all(k == v for k, v in labels.items()):
-        return df
-    # copy-on-write: only the dataset column is new; a per-row Python lambda took minutes on 34M rows
+        return df.copy(deep=False)
     return df.assign(dataset=df["dataset"].map(labels))
 
 
 def _sort(df: pd.DataFrame) -> pd.DataFrame:
-    rank = {d: i for i, d in enumerate([*PAPER_ORDER, "Avg."])}
+    rank = {d: i for i, d in enumerate([*PAPER_ORDER, AVERAGE])}
     return df.sort_values("dataset", key=lambda s: s.map(lambda d: rank.get(d, len(rank))), kind="stable")
 
 
@@ -170,7 +167,7 @@ def table2(attrib: pd.DataFrame) -> pd.DataFrame:
     g = _label(attrib).groupby(["dataset", "objective"])["value"]
     out = g.agg(median="median", lb_2_5=lambda v: np.quantile(v, 0.025), ub_97_5=lambda v: np.quantile(v, 0.975),
                 n_rounds="count").reset_index()
-    out["model"] = out["objective"].map({"full": "CT", "vanilla": "BL"}).fillna(out["objective"])
+    out["model"] = out["objective"].map(OBJECTIVE_LABELS).fillna(out["objective"])
     return _sort(out)
 
 
@@ -192,8 +189,7 @@ def robustness_figure(robust: pd.DataFrame, path: Path) -> list[Path]:
     from .robustness_figures import plot_robustness
 
     df = _label(robust)
-    df["objective"] = df["objective"].map({"full": "CT", "vanilla": "BL", "energy": "CD",
-                                           "adversarial": "AR"}).fillna(df["objective"])
+    df["objective"] = df["objective"].map(OBJECTIVE_LABELS).fillna(df["objective"])
     return plot_robustness(df, path, hue="objective", col="dataset", col_wrap=3,
                            title="Accuracy under attack (mean over training seeds, band: min–max)")
 

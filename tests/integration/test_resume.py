@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not
 def _workdir(tmp: Path) -> Path:
     """A copy of the workflow with a small config: one dataset, the single experiment, no grids or book."""
     tmp.mkdir(parents=True, exist_ok=True)
-    for name in ("Snakefile", "workflow", "claims.yaml"):
+    for name in ("Snakefile", "workflow", "envs", "claims.yaml"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp / name)
     cfg = yaml.safe_load((ROOT / "workflow/config/smoke.yaml").read_text())

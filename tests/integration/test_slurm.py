@@ -60,7 +60,7 @@ def cluster(tmp_path_factory):
 def _workdir(dst: Path) -> Path:
     """What the smoke profile reads from the working directory (ctbench itself is the installed package)."""
     dst.mkdir(parents=True, exist_ok=True)
-    for name in ("Snakefile", "workflow", "claims.yaml", "paper"):
+    for name in ("Snakefile", "workflow", "envs", "claims.yaml", "paper"):
         src = ROOT / name
         if src.is_dir():
             shutil.copytree(src, dst / name, ignore=shutil.ignore_patterns("_build", "_generated", "__pycache__"))

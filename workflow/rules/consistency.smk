@@ -3,7 +3,7 @@
 # on CT and BL models). One job per dataset (and seed); the report turns the files into tables and the figure.
 rule consistency:
     output:
-        f"{RES}/consistency/{{part}}/{{dataset}}_s{{seed}}.csv.gz",
+        W.pattern("consistency"),
     wildcard_constraints:
         part="black2022|ct",
     params:
@@ -16,6 +16,8 @@ rule consistency:
         f"{RES}/benchmarks/consistency_{{part}}/{{dataset}}_s{{seed}}.tsv"
     log:
         f"{RES}/logs/consistency/{{part}}/{{dataset}}_s{{seed}}.log",
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
         "ctbench consistency --part {wildcards.part} --dataset {wildcards.dataset} --seed {wildcards.seed} "
         "--settings {params.settings} --out {output} --quiet > {log} 2>&1"

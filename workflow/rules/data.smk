@@ -1,7 +1,7 @@
 # Stage 1: deterministic splits, feature metadata and domain boxes (cached by ctbench under data/processed/).
 rule data:
     output:
-        f"{RES}/data/{{dataset}}.json",
+        W.pattern("data"),
     params:
         fidelity=config["fidelity"],
         data_params=lambda w: W.data_params_json(w.dataset),
@@ -9,6 +9,8 @@ rule data:
         f"{RES}/logs/data/{{dataset}}.log",
     resources:
         mem_mb=4000,
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
         "ctbench data prepare {wildcards.dataset} --fidelity {params.fidelity} --params {params.data_params:q} "
         "--out {output} > {log} 2>&1"

@@ -2,38 +2,47 @@
 # (the book's "where code and paper disagree" chapter). Outputs go straight into the report folder.
 rule figure1:
     output:
-        f"{RES}/report/figure1.png",
+        W.path("report_figure", name="figure1"),
     params:
         quick="--quick" if config["profile"] == "smoke" else "",
+        out=W.path("report"),
     benchmark:
         f"{RES}/benchmarks/figure1/figure1.tsv"
     log:
         f"{RES}/logs/figure1.log",
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
-        "ctbench figure1 {params.quick} --out {RES}/report > {log} 2>&1"
+        "ctbench figure1 {params.quick} --out {params.out} > {log} 2>&1"
 
 
 rule mnist_figures:
     input:
+        # made by train_final: the first seed's constrained CT and the shared BL on MNIST
         ct=W.model_path("mutability", "mnist", "full", W.seeds[0]),
         bl=W.model_path("mutability", "mnist", "vanilla", W.seeds[0]),
     output:
-        f"{RES}/report/mnist_counterfactuals.png",
-        f"{RES}/report/mnist_grid_ct.png",  # the appendix's 10x10 grids (paper Figures 4-5)
-        f"{RES}/report/mnist_grid_bl.png",
+        W.path("report_figure", name="mnist_counterfactuals"),
+        W.path("report_figure", name="mnist_grid_ct"),  # the appendix's 10x10 grids (paper Figures 4-5)
+        W.path("report_figure", name="mnist_grid_bl"),
+    params:
+        out=W.path("report"),
     benchmark:
         f"{RES}/benchmarks/mnist_figures/mnist_figures.tsv"
     log:
         f"{RES}/logs/mnist_figures.log",
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
-        "ctbench mnist-figures --ct {input.ct} --bl {input.bl} --out {RES}/report > {log} 2>&1"
+        "ctbench mnist-figures --ct {input.ct} --bl {input.bl} --out {params.out} > {log} 2>&1"
 
 
 rule fidelity_effect:
     input:
+        # the final models this effect may reuse: those of this profile whose config is the study's (per switch)
         lambda w: W.fidelity_reuse(w.switch, w.dataset).values(),
     output:
-        f"{RES}/fidelity/{{switch}}/{{dataset}}.csv",
+        W.pattern("fidelity_effect"),
     params:
         quick="--quick" if config.get("fidelity_study", {}).get("quick", False) else "",
         seeds=" ".join(map(str, W.fidelity_seeds())),
@@ -46,6 +55,8 @@ rule fidelity_effect:
         f"{RES}/benchmarks/fidelity_effect/{{switch}}__{{dataset}}.tsv"
     log:
         f"{RES}/logs/fidelity/{{switch}}/{{dataset}}.log",
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
         "ctbench fidelity-effect --switch {wildcards.switch} --dataset {wildcards.dataset} {params.quick} "
         "--seeds {params.seeds} {params.reuse} --out {output} > {log} 2>&1"
@@ -53,10 +64,12 @@ rule fidelity_effect:
 
 rule fidelity_effects:
     input:
-        W.fidelity_outputs(),
+        expand(rules.fidelity_effect.output[0], zip, **W.wildcards("fidelity_effect")),
     output:
-        f"{RES}/report/fidelity_effects.csv",
+        W.path("fidelity_effects"),
     log:
         f"{RES}/logs/fidelity/merge.log",
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
         "ctbench fidelity-effects-merge {input} --out {output} > {log} 2>&1"

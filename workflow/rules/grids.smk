@@ -2,9 +2,9 @@
 # chunk of grid points against one shared baseline model (BL does not depend on generator/penalty parameters).
 rule grid_baseline:
     input:
-        f"{RES}/data/{{dataset}}.json",
+        rules.data.output,
     output:
-        f"{RES}/grids/{{grid}}/{{dataset}}/baseline_{{key}}_s{{seed}}.pt",
+        W.pattern("grid_baseline"),
     params:
         common=lambda w: W.grid_common_args(w.grid, w.dataset),
     threads: 1
@@ -14,6 +14,8 @@ rule grid_baseline:
         f"{RES}/benchmarks/grid_baseline/{{grid}}_{{dataset}}_{{key}}_s{{seed}}.tsv"
     log:
         f"{RES}/logs/grids/{{grid}}_{{dataset}}_baseline_{{key}}_s{{seed}}.log",
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
         "ctbench grid baseline --grid {wildcards.grid} --key {wildcards.key} --seed {wildcards.seed} {params.common} "
         "--threads {threads} --quiet --out {output} > {log} 2>&1"
@@ -21,9 +23,9 @@ rule grid_baseline:
 
 rule grid_chunk:
     input:
-        baseline=f"{RES}/grids/{{grid}}/{{dataset}}/baseline_{{key}}_s{{seed}}.pt",
+        baseline=rules.grid_baseline.output[0],
     output:
-        f"{RES}/grids/{{grid}}/{{dataset}}/{{key}}_c{{chunk}}_s{{seed}}.csv",
+        W.pattern("grid_chunk"),
     params:
         points=lambda w: " ".join(f"--point {p}" for p in W.grid_chunk_ids(w.grid, w.key, w.chunk)),
         common=lambda w: W.grid_common_args(w.grid, w.dataset),
@@ -36,6 +38,8 @@ rule grid_chunk:
         f"{RES}/benchmarks/grid_chunk/{{grid}}_{{dataset}}_{{key}}_c{{chunk}}_s{{seed}}.tsv"
     log:
         f"{RES}/logs/grids/{{grid}}_{{dataset}}_{{key}}_c{{chunk}}_s{{seed}}.log",
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
         "ctbench grid run --grid {wildcards.grid} --seed {wildcards.seed} {params.common} {params.points} "
         "--baseline {input.baseline} {params.eval} --threads {threads} --quiet --out {output} > {log} 2>&1"

@@ -1,34 +1,38 @@
 import json
 import shlex
 
-# Stage 6: tables, figures, CPU time per stage, Proposition 3.1 check and claim verdicts → {RES}/report/.
+# Stage 6: tables, figures, CPU time per stage, Proposition 3.1 check and claim verdicts → the report folder.
 rule prop31:
     output:
-        f"{RES}/report/prop31/prop31_summary.csv",
-        f"{RES}/report/prop31/prop31_settings.csv",
+        W.path("prop31_file", table="summary"),
+        W.path("prop31_file", table="settings"),
     params:
         quick="--quick" if config.get("prop31", {}).get("quick", False) else "",
+        out=W.path("prop31"),
     benchmark:
         f"{RES}/benchmarks/prop31/prop31.tsv"
     log:
         f"{RES}/logs/prop31.log",
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
-        "ctbench prop31 {params.quick} --out {RES}/report/prop31 > {log} 2>&1"
+        "ctbench prop31 {params.quick} --out {params.out} > {log} 2>&1"
 
 
 rule report:
     input:
-        evals=W.evaluations(),
-        robustness=W.robustness_outputs(),
-        attribution=W.attribution_outputs(),
-        grids=W.grid_outputs(),
-        tuned=W.tune_outputs(),
+        evals=expand(rules.evaluate.output[0], zip, **W.wildcards("evaluation")),
+        robustness=expand(rules.robustness.output[0], zip, **W.wildcards("robustness")),
+        attribution=expand(rules.attribution.output[0], zip, **W.wildcards("attribution")),
+        grids=expand(rules.grid_chunk.output[0], zip, **W.wildcards("grid_chunk")),
+        tuned=expand(rules.tune_select.output[0], zip, **W.wildcards("tune_best")),
+        # made by train_final(_ablation), several experiments' models per job: every model evaluated
         models=W.final_models(),
-        prop31=W.prop31_outputs(),
-        consistency=W.consistency_outputs(),
+        prop31=rules.prop31.output if W.prop31_outputs() else [],
+        consistency=expand(rules.consistency.output[0], zip, **W.wildcards("consistency")),
         claims="claims.yaml",
     output:
-        f"{RES}/report/index.json",
+        W.path("report_index"),
     params:
         optional=lambda w, input: " ".join(
             f"--{flag} {' '.join(files)}"
@@ -39,26 +43,39 @@ rule report:
         ),
         profile=config["profile"],
         config_json=lambda w: shlex.quote(json.dumps(config, sort_keys=True, default=str)),
+        benchmarks=W.path("benchmarks"),
+        out=W.path("report"),
     benchmark:
         f"{RES}/benchmarks/report/report.tsv"
     log:
         f"{RES}/logs/report.log",
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
         "ctbench report --eval {input.evals} --models {input.models} {params.optional} --claims {input.claims} "
-        "--benchmarks {RES}/benchmarks --profile {params.profile} --config-json {params.config_json} --out {RES}/report "
-        "> {log} 2>&1"
+        "--benchmarks {params.benchmarks} --profile {params.profile} --config-json {params.config_json} "
+        "--out {params.out} > {log} 2>&1"
+
+
+# What the book (and the report gallery) shows: the report, the figures with models of their own, the fidelity study.
+BOOK_INPUTS = [
+    *rules.report.output,
+    *(rules.figure1.output if W.figure_outputs() else []),
+    *(rules.mnist_figures.output if W.mnist_figures() else []),
+    *(rules.fidelity_effects.output if W.fidelity_outputs() else []),
+]
 
 
 # Snakemake's own report (`snakemake --report report.html`): the report folder's tables and figures, sorted into one
 # folder per stage, each a category of the report; captions in workflow/report/*.rst.
 def _gallery(stage, category, label):
-    return report(directory(f"{RES}/report_gallery/{stage}"), patterns=["{name}.{ext}"], category=category,
+    return report(directory(f"{W.path('report_gallery')}/{stage}"), patterns=["{name}.{ext}"], category=category,
                   subcategory=label, caption=f"../report/{stage}.rst", labels={"result": "{name}", "format": "{ext}"})
 
 
 rule report_gallery:
     input:
-        W.book_inputs(),
+        BOOK_INPUTS,
     output:
         claims=_gallery("claims", "1. Claims", "verdicts per published version"),
         tables=_gallery("paper_tables", "2. Paper tables", "Tables 1-3 and the appendix tables"),
@@ -70,7 +87,12 @@ rule report_gallery:
         fidelity=_gallery("fidelity", "8. Fidelity switches", "code vs paper"),
         provenance=_gallery("provenance", "9. Provenance and CPU time", "versions and benchmarks"),
         other=_gallery("other", "10. Other outputs", "not sorted into a stage"),
+    params:
+        report=W.path("report"),
+        out=W.path("report_gallery"),
     log:
         f"{RES}/logs/report_gallery.log",
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
-        "ctbench gallery --report {RES}/report --out {RES}/report_gallery > {log} 2>&1"
+        "ctbench gallery --report {params.report} --out {params.out} > {log} 2>&1"

@@ -2,12 +2,14 @@
 # best.json is an input of final training only when tune.select is true (the published values are the default).
 rule tune_select:
     input:
-        lambda w: W.tune_chunks(w.dataset),
+        expand(rules.grid_chunk.output[0], zip, allow_missing=True, **W.tune_chunk_wildcards()),
     output:
-        f"{RES}/tune/{{dataset}}/best.json",
+        W.pattern("tune_best"),
     benchmark:
         f"{RES}/benchmarks/tune_select/{{dataset}}.tsv"
     log:
         f"{RES}/logs/tune/{{dataset}}.log",
+    conda:
+        "../../envs/ctbench.yaml"
     shell:
         "ctbench tune select {input} --dataset {wildcards.dataset} --out {output} > {log} 2>&1"

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ...catalog import PAPER_DATASETS, SYNTHETIC
 from ...errors import ConfigError
-from ...paper_settings import SYNTHETIC
 
 #: grid parameter → (dotted key of the ``ctbench train`` config, label in point ids; "" = the value itself)
 PARAMS: dict[str, tuple[str, str]] = {
@@ -44,8 +44,7 @@ NOTE1: dict[str, Any] = {
     "burnin": 0.0, "nce": 1000, "epochs": 100, "step_size": None,
 }
 
-ALL_DATASETS = ("lin_sep", "circles", "moons", "over", "adult", "california_housing", "credit_default", "gmsc",
-                "mnist")
+ALL_DATASETS = PAPER_DATASETS
 GENERATORS = ("ecco", "generic", "revise")
 
 #: the grids of appendix Notes 3, 5, 7, 9, 11 (evaluation settings: Notes 4, 6, 8, 10, 12 = :data:`GRID_EVAL`)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from ...catalog import VERSION_LABELS
 from .rules import RULE_FUNCTIONS, Missing, fmt
 from .schema import (
     BLACK_DATASETS,
@@ -44,8 +45,6 @@ __all__ = ["COLUMNS", "NOT_REPRODUCED", "NOT_YET_RUN", "PARTLY", "PRIMARY", "REP
            "VERSIONS", "Claim", "ClaimsError", "evaluate_claim", "evaluate_claims", "load_claims", "summarize",
            "training_times", "validate_claim", "write_verdicts"]
 
-VERSION_LABELS = {"preprint_2025_07": "July 2025 preprint", "satml_2026": "final (SaTML 2026)",
-                  "preprint_2025_03": "March 2025 preprint", "black2022": "Black et al. 2022"}
 COLUMNS = ["claim", "text", "source", "published", "ours", "interval", "verdict", "version",
            *[f"verdict_{v}" for v in VERSIONS], "versions_note", "note", "file"]
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...catalog import BLACK2022_ORDER, PAPER_LABELS, PAPER_ORDER
+
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_YET_RUN = "reproduced", "partly", "not reproduced", "not yet run"
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_YET_RUN)
 RULES = ("value", "no_effect", "relation", "most_often", "cell", "which")
@@ -25,13 +27,12 @@ DEFAULT_VERSIONS = ("preprint_2025_07", "satml_2026")
 #: the widest tolerances allowed (absolute in the column's unit, e.g. percentage points; relative to |published|)
 MAX_TOLERANCE = {"abs": 25.0, "rel": 0.5}
 MAX_PARTLY_TOLERANCE = {"abs": 50.0, "rel": 1.0}
-#: the paper's nine datasets: paper claims are judged on these rows only, whatever else a report holds
-PAPER_DATASETS = ("LS", "Circ", "Moon", "OL", "Adult", "CH", "Cred", "GMSC", "MNIST")
+#: the paper's nine datasets (labels): paper claims are judged on these rows only, whatever else a report holds
+PAPER_DATASETS = PAPER_ORDER
 #: the datasets of Black et al.'s Table 1 (their labels): ``black2022`` claims are judged on these rows only
-BLACK_DATASETS = ("German Credit", "Seizure", "CTG", "Warfarin", "HELOC", "Taiwanese Credit")
+BLACK_DATASETS = BLACK2022_ORDER
 #: dataset names of the evaluation outputs → the paper's labels
-DATASET_LABELS = {"lin_sep": "LS", "circles": "Circ", "moons": "Moon", "over": "OL", "adult": "Adult",
-                  "california_housing": "CH", "credit_default": "Cred", "gmsc": "GMSC", "mnist": "MNIST"}
+DATASET_LABELS = PAPER_LABELS
 
 _REQUIRED = {"id", "text", "source", "rule", "file", "published"}
 _COMMON = _REQUIRED | {"note", "versions"}

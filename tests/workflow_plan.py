@@ -1,0 +1,91 @@
+"""The jobs ``snakemake -n -p`` plans for a profile, normalised, so that two versions of the workflow can be compared
+job by job (rule, inputs, outputs, logs, wildcards, resources, threads and the exact shell command).
+
+A refactoring of the rules must plan exactly the same jobs:
+
+    python tests/workflow_plan.py --against main                 # smoke, quick and paper: this tree vs main
+    python tests/workflow_plan.py --against main paper_table1
+
+Set ``CTBENCH_DATA`` as for a real run (the start-up check looks at the raw files of the real datasets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+#: per-job lines that differ between two runs of the same plan
+_VOLATILE = ("jobid", "reason", "priority")
+
+
+def parse(text: str, results: str) -> list[str]:
+    """The jobs of a ``snakemake -n -p`` output, one canonical JSON string each, sorted; ``results`` becomes
+    ``{results}``."""
+    jobs, job = [], None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
+            job = {"rule": line.split()[1].rstrip(":")}
+            jobs.append(job)
+        elif job is not None and line.startswith("    ") and ": " in stripped:
+            key, value = stripped.split(": ", 1)
+            if key not in _VOLATILE:
+                items = sorted(v.strip() for v in value.split(", ")) if key in ("input", "output", "log") else value
+                job[key] = items
+        elif job is not None and stripped.startswith("Shell command:"):
+            job["shell"] = stripped.removeprefix("Shell command:").strip()
+        elif not stripped:
+            job = None
+    out = [json.dumps(j, sort_keys=True).replace(results, "{results}") for j in jobs]
+    return sorted(out)
+
+
+def plan(root: Path, profile: str, results: str) -> list[str]:
+    """The normalised plan of ``workflow/config/<profile>.yaml`` for the workflow in ``root``."""
+    env = {**os.environ, "PYTHONPATH": str(root), "PATH": f"{SNAKEMAKE.parent}{os.pathsep}{os.environ['PATH']}"}
+    p = subprocess.run([str(SNAKEMAKE), "-n", "-p", "--cores", "1", "--configfile", f"workflow/config/{profile}.yaml",
+                        "--config", f"results={results}"], cwd=root, env=env, capture_output=True, text=True,
+                       timeout=600)
+    if p.returncode:
+        raise RuntimeError(f"snakemake -n in {root} ({profile}) failed:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return parse(p.stdout + p.stderr, results)
+
+
+def diff(before: list[str], after: list[str]) -> tuple[list[str], list[str]]:
+    """(jobs only in ``before``, jobs only in ``after``)."""
+    b, a = Counter(before), Counter(after)
+    return sorted((b - a).elements()), sorted((a - b).elements())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--against", required=True, help="git revision to compare this working tree with")
+    ap.add_argument("profiles", nargs="*", default=["smoke", "quick", "paper"])
+    args = ap.parse_args(argv)
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = Path(tmp) / "ref"
+        ref.mkdir()
+        archive = subprocess.run(["git", "archive", args.against], cwd=ROOT, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(ref)], input=archive, check=True)
+        results = str(Path(tmp) / "results")
+        for profile in args.profiles:
+            gone, new = diff(plan(ref, profile, results), plan(ROOT, profile, results))
+            failed += bool(gone or new)
+            print(f"{profile}: {'same jobs' if not (gone or new) else f'{len(gone)} job(s) gone, {len(new)} new'}")
+            for tag, jobs in (("-", gone), ("+", new)):
+                for j in jobs[:20]:
+                    print(f"  {tag} {j[:400]}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
