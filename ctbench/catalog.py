@@ -2,8 +2,9 @@
 
 Datasets (family, the paper's label and order, published final hyper-parameters), the paper's experiments and
 objectives, the grid names, and the result path templates live here once; everything else imports them. A dataset a
-user adds (:mod:`ctbench.data.plugins`) is not listed here: :func:`family` and :func:`label` ask the registry, where
-its loader said ``family=`` (and optionally ``label=``), so adding a dataset never means editing this file.
+user adds (:mod:`ctbench.data.plugins`) is not listed here: :func:`ctbench.data.registry.family` and ``label`` look
+here first, then at what its loader said (``family=``, optionally ``label=``), so adding a dataset never means editing
+this file. The catalog imports nothing of ctbench: every layer may read it.
 """
 
 from __future__ import annotations
@@ -81,28 +82,6 @@ FAMILY_FACTS: dict[str, dict[str, int]] = {
 }
 #: the family of a registered dataset whose loader does not say
 DEFAULT_FAMILY = "tabular"
-
-
-def family(name: str) -> str:
-    """The family of a dataset: the catalog's, else the one its loader registered (a user's dataset), else
-    :data:`DEFAULT_FAMILY`."""
-    if name in DATASETS:
-        return DATASETS[name].family
-    return _registered(name).get("family") or DEFAULT_FAMILY
-
-
-def label(name: str) -> str:
-    """The label a dataset has in tables: the paper's, else its loader's ``label=``, else its name."""
-    if name in DATASETS:
-        return DATASETS[name].label
-    return _registered(name).get("label") or name
-
-
-def _registered(name: str) -> dict[str, Any]:
-    from .data.registry import available
-
-    info = available()
-    return next((i for n, i in info.items() if name == n or name in i.get("aliases", ())), {})
 
 
 def final_hyperparameters(name: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import catalog
-from .catalog import EXPERIMENTS, FAMILY_FACTS, TUNING_GRIDS, family, model_folder
+from .catalog import EXPERIMENTS, FAMILY_FACTS, TUNING_GRIDS, model_folder
+from .data.registry import family
 from .paper_settings import model_config
 
 #: final models trained by one job per dataset and group. The ablation's CD and AR models are a job of their own so

@@ -9,8 +9,9 @@ values, which Snakemake itself leaves as text) and then :func:`check_workflow`, 
    exist), each dataset's loader parameters (``data_params``) and the raw files of the real datasets (present, with
    their sha256);
 3. the train config of every final model, grid point, grid baseline and tuning point through
-   :func:`ctbench.preflight.check_train_config` — the very check ``ctbench train`` and the Python API run — so a
-   misspelt switch, a bad override or an out-of-range grid value (``tau: [1.5]``) stops the workflow at once;
+   :func:`ctbench.training.preflight.check_train_config` — the very check ``ctbench train`` and the Python API
+   run — so a misspelt switch, a bad override or an out-of-range grid value (``tau: [1.5]``) stops the workflow at
+   once;
 4. the evaluation protocol of each experiment and grid.
 
 Every failure is a :class:`~ctbench.errors.ConfigError` whose message starts with the workflow setting.
@@ -108,13 +109,14 @@ def _dataset_lists(c: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None:
     """All checks of the module docstring for a :class:`ctbench.workflow.Workflow`; raises :class:`ConfigError`."""
-    from .catalog import TUNING_GRIDS, family
+    from .catalog import TUNING_GRIDS
     from .data import available
     from .data.plugins import HOW_TO
+    from .data.registry import family
     from .evaluation.protocol import EvalProtocol
     from .experiments.grids import baseline_config, grid_points, grid_protocol, point_config
     from .fidelity import resolve_fidelity
-    from .preflight import check_data, check_device, check_train_config
+    from .training.preflight import check_data, check_device, check_train_config
 
     c = workflow.config
     if schema_path is not None:

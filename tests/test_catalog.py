@@ -35,7 +35,7 @@ def test_catalog_and_registry_agree():
     for name, facts in DATASETS.items():
         assert info[name]["family"] == facts.family, name
         assert info[name]["label"] == facts.label, name
-        assert catalog.family(name) == facts.family
+        assert registry.family(name) == facts.family
     # the paper's short labels are aliases of the loaders: `ctbench data prepare LS` works
     for name in PAPER_DATASETS:
         if name != "adult":
@@ -49,9 +49,9 @@ def test_a_users_dataset_takes_family_and_label_from_its_loader(monkeypatch):
     monkeypatch.setattr(registry, "_INFO", dict(registry._INFO))
     registry.register("my_blobs", family="synthetic", label="MB")(lambda **kw: None)
     registry.register("my_table", family="vision")(lambda **kw: None)
-    assert (catalog.family("my_blobs"), catalog.label("my_blobs")) == ("synthetic", "MB")
-    assert (catalog.family("my_table"), catalog.label("my_table")) == ("vision", "my_table")
-    assert (catalog.family("never_registered"), catalog.label("never_registered")) == ("tabular", "never_registered")
+    assert (registry.family("my_blobs"), registry.label("my_blobs")) == ("synthetic", "MB")
+    assert (registry.family("my_table"), registry.label("my_table")) == ("vision", "my_table")
+    assert (registry.family("never_registered"), registry.label("never_registered")) == ("tabular", "never_registered")
     w = Workflow({**SMOKE, "datasets": ["my_blobs", "my_table"]})
     assert w.mem_mb("my_blobs") == 1000 and w.runtime_min("my_table", "evaluate") == 180
     with pytest.raises(ValueError, match="family 'images' is not one of"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..catalog import DATASETS, FAMILIES
+from ..catalog import DATASETS, DEFAULT_FAMILY, FAMILIES
 from .base import Dataset
 
 _LOADERS: dict[str, Callable[..., Dataset]] = {}
@@ -53,3 +53,22 @@ def load_dataset(name: str, **params: Any) -> Dataset:
     if name not in _LOADERS:
         raise ValueError(f"dataset: unknown name {name!r}; registered: {sorted(_LOADERS)}; {HOW_TO}")
     return _LOADERS[name](**params)
+
+
+def family(name: str) -> str:
+    """The family of a dataset: the catalog's, else the one its loader registered (a user's dataset), else
+    :data:`ctbench.catalog.DEFAULT_FAMILY`."""
+    if name in DATASETS:
+        return DATASETS[name].family
+    return _registered(name).get("family") or DEFAULT_FAMILY
+
+
+def label(name: str) -> str:
+    """The label a dataset has in tables: the paper's, else its loader's ``label=``, else its name."""
+    if name in DATASETS:
+        return DATASETS[name].label
+    return _registered(name).get("label") or name
+
+
+def _registered(name: str) -> dict[str, Any]:
+    return next((i for n, i in available().items() if name == n or name in i.get("aliases", ())), {})

@@ -29,9 +29,9 @@ from ..generators import VAE, Convergence, CounterfactualResult, make_generator
 from ..generators.vae import fit_cached
 from ..io import _jsonable, atomic_torch_save, atomic_write_json, provenance
 from ..models import build_model
-from ..preflight import check_train_config
 from .health import TrainingFailedError
 from .objectives import Objective
+from .preflight import check_train_config
 from .trainer import TrainParams, train
 
 FORMAT_VERSION = 1

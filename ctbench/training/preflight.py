@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import resolve_train_config
-from .errors import BadFileError, ConfigError
-from .fidelity import Fidelity, resolve_fidelity
+from ..config import resolve_train_config
+from ..errors import BadFileError, ConfigError
+from ..fidelity import Fidelity, resolve_fidelity
 
 
 def check_device(device: str, setting: str = "device") -> None:
@@ -46,17 +46,18 @@ def check_train_config(config: dict[str, Any] | None, *, device: bool = True) ->
 
     ``device=False`` skips the check that a requested CUDA device exists (e.g. to check configs for another
     machine)."""
-    from .data import available
-    from .generators import Convergence, check_generator_spec
-    from .models import check_model_spec
-    from .training import Objective, TrainParams
+    from ..data import available
+    from ..generators import Convergence, check_generator_spec
+    from ..models import check_model_spec
+    from .objectives import Objective
+    from .trainer import TrainParams
 
     cfg = resolve_train_config(config)
     fid = resolve_fidelity(cfg["fidelity"], cfg["fidelity_overrides"])
     name = cfg["data"]["name"]
     known = {n: info for n, info in available().items()}
     if not isinstance(name, str) or not any(name == n or name in i["aliases"] for n, i in known.items()):
-        from .data.plugins import HOW_TO
+        from ..data.plugins import HOW_TO
 
         raise ConfigError(f"data.name: unknown dataset {name!r}; choose one of {sorted(known)}; {HOW_TO}")
     _named("objective", Objective, **cfg["objective"])
@@ -75,7 +76,7 @@ def check_train_config(config: dict[str, Any] | None, *, device: bool = True) ->
 def check_data(name: str, params: dict[str, Any] | None = None, fidelity: Any = "reference") -> None:
     """Dataset ``name`` with loader ``params``: the parameters are valid (:func:`ctbench.data.check_params`) and the
     raw files exist with their sha256 (generated data has none); raises ``ConfigError`` / ``BadFileError``."""
-    from .data import check_params, files, raw_files
+    from ..data import check_params, files, raw_files
 
     params = dict(params or {})
     try:
