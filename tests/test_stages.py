@@ -44,7 +44,7 @@ def test_evaluation(models):
 
 def test_robustness(models):
     jobs = stage("robustness").jobs(SMOKE)
-    assert len(jobs) == len(W.robustness_outputs()) == 2
+    assert len(jobs) == len(W.outputs("robustness")) == 2
     assert all(j["models"] == W.eval_models(W.robustness_experiment(), j["dataset"], j["seed"]) for j in jobs)
     df = stage("robustness").run({"models": models, "seed": 0, "experiment": "mutability", "eps_grid": [0.0, 0.1]})
     assert {"dataset", "experiment", "model", "objective", "attack", "eps", "accuracy"} <= set(df.columns)
@@ -52,7 +52,7 @@ def test_robustness(models):
 
 def test_attributions(models):
     jobs = stage("attributions").jobs(SMOKE)
-    assert len(jobs) == len(W.attribution_outputs()) == 2
+    assert len(jobs) == len(W.outputs("attribution")) == 2
     assert (jobs[0]["n_rounds"], jobs[0]["n_samples"], jobs[0]["steps"]) == (5, 100, 10)
     df = stage("attributions").run({"models": models, "seed": 0, "experiment": "mutability", "n_rounds": 2,
                                     "n_samples": 20, "steps": 4})
@@ -66,8 +66,8 @@ def test_grids(tmp_path):
 
     jobs = stage("grids").jobs(SMOKE)
     assert len(jobs) == len(W.grid_outputs())
-    assert [W.grid_chunk_path(j["grid"], j["dataset"], j["key"], j["chunk"], j["seed"]) for j in jobs] == \
-        W.grid_outputs()
+    fields = ("grid", "dataset", "key", "chunk", "seed")
+    assert [W.path("grid_chunk", **{f: j[f] for f in fields}) for j in jobs] == W.grid_outputs()
     assert all(j["points"] == W.grid_chunk_ids(j["grid"], j["key"], j["chunk"]) for j in jobs)
     job = {**jobs[0], "points": jobs[0]["points"][:1], "data_params": SMALL, "epochs": 1,
            "evaluation": {"n_runs": 1, "n_individuals": 5, "lambdas": [1.0]}}

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..catalog import EXPERIMENTS, model_folder
+from ..catalog import path as result_path
 from ..io import atomic_write_json, atomic_write_text, provenance
-from ..paper_settings import EXPERIMENT_OBJECTIVES
 from ..training.pipeline import TrainedModel, load_model
 
 
@@ -71,16 +72,15 @@ def _model_meta(models: dict[str, TrainedModel]) -> dict[str, Any]:
 
 
 def model_path(config: dict[str, Any], experiment: str, dataset: str, objective: str, seed: int) -> str:
-    """Where the workflow keeps a final model (the layout of ``Workflow.model_path``, which a test holds this to):
+    """Where the workflow keeps a final model (the catalog's template and folder rule, as ``Workflow.model_path``):
     one BL per dataset and seed under ``baseline/``; the ablation's full CT model is the single experiment's."""
-    folder = "baseline" if objective == "vanilla" else (
-        "single" if (experiment, objective) == ("ablation", "full") else experiment)
-    return f"{str(config['results']).rstrip('/')}/models/{folder}/{dataset}/{objective}_s{seed}.pt"
+    return result_path("model", config["results"], folder=model_folder(experiment, objective), dataset=dataset,
+                       objective=objective, seed=seed)
 
 
 def models_of(config: dict[str, Any], experiment: str, dataset: str, seed: int) -> dict[str, str]:
     """Objective → model file of one experiment's models of ``dataset`` and ``seed``."""
-    return {o: model_path(config, experiment, dataset, o, seed) for o in EXPERIMENT_OBJECTIVES[experiment]}
+    return {o: model_path(config, experiment, dataset, o, seed) for o in EXPERIMENTS[experiment]}
 
 
 def _family(dataset: str) -> str:
@@ -102,7 +102,7 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
             for s in config["seeds"]:
                 models = models_of(config, e, d, int(s))
                 if e == "ablation" and "single" in config["experiments"]:
-                    models = {o: p for o, p in models.items() if o not in EXPERIMENT_OBJECTIVES["single"]}
+                    models = {o: p for o, p in models.items() if o not in EXPERIMENTS["single"]}
                 out.append({"experiment": e, "dataset": d, "seed": int(s), "models": models,
                             "constrained": e == "mutability",
                             "settings": {k: v for k, v in settings.items() if v is not None}})
