@@ -93,3 +93,35 @@ def test_switch_findings_compare_with_july_and_count(tmp_path):
     assert f"LS IP\\* -5.0 ± 1.0\\* with 5.0, {float(ls['reduction_pct']):.1f} ± 1.0" in text
     # LS agrees with July under 0.5 only (opposite sign under 5.0); Circ depends on July's star there
     assert "with 0.5" in text and "of these 2 cells agree with July" in text
+
+
+def test_variant_runs_are_compared_cell_by_cell(tmp_path):
+    from ctbench.report.discrepancy_text import render_variant_findings
+
+    if not (COMMITTED / "table1.csv").exists():
+        pytest.skip("no committed result set")
+    base = tmp_path / "set" / "report"
+    variant = tmp_path / "set" / "variants" / "reference_2025_07"
+    for folder in (base, variant):
+        folder.mkdir(parents=True)
+        for name in ("table1.csv", "table1_agreement.csv", "table3_agreement.csv"):
+            shutil.copy(COMMITTED / name, folder / name)
+    assert "No variant run" in render_variant_findings(tmp_path / "elsewhere" / "report")
+    assert "No cell changes" in render_variant_findings(base)
+    # the variant flips one cell that disagreed with July into agreement, and gains one count
+    t1 = pd.read_csv(variant / "table1.csv")
+    col = "preprint_2025_07_agreement"
+    i = t1.index[(t1["dataset"] != "Avg.") & (t1[col] != "sign and significance") & t1[col].notna()][0]
+    cell = f"{t1.loc[i, 'dataset']} {t1.loc[i, 'metric']}"
+    t1.loc[i, ["reduction_pct", col]] = [12.345, "sign and significance"]
+    t1.to_csv(variant / "table1.csv", index=False)
+    agr = pd.read_csv(variant / "table1_agreement.csv")
+    before = int(agr.loc[agr["version"] == "preprint_2025_07", "sign and significance"].iloc[0])
+    agr.loc[agr["version"] == "preprint_2025_07", "sign and significance"] = before + 1
+    agr.to_csv(variant / "table1_agreement.csv", index=False)
+    text = render_variant_findings(base).replace("\\", "")
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "July |" not in line]
+    assert len(rows) == 1 and rows[0].startswith(f"| {cell} ") and "12.3" in rows[0]
+    assert rows[0].rstrip(" |").endswith("→ sign and significance")
+    assert f"{before + 1} cells agree in sign and significance with the July 2025 preprint (default run: {before})" \
+        in text

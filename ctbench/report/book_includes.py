@@ -148,11 +148,12 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
     from .appendix_book import pages as appendix_pages  # appendix Tables 2, 4-6, Figures 4-5, 30-65
 
     pages.update(appendix_pages(src))
-    from .discrepancy_text import render_switch_findings, render_table1_findings
+    from .discrepancy_text import render_switch_findings, render_table1_findings, render_variant_findings
     from .tables import PUBLISHED_DIR
 
     pages["discrepancy_table1"] = render_table1_findings(src) if src is not None else ""
     pages["discrepancy_switches"] = render_switch_findings(src, PUBLISHED_DIR) if src is not None else ""
+    pages["discrepancy_variants"] = render_variant_findings(src) if src is not None else ""
     out = {}
     for name, text in pages.items():
         p = gen / f"{name}.md"

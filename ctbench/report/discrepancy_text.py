@@ -255,3 +255,64 @@ def render_switch_findings(report: str | Path, published_dir: str | Path | None 
                     for d, a, b in zip(v["dataset"], v["reference"], v["paper"], strict=True)) + ".")
         lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------ variant runs
+def variant_folders(report: str | Path) -> list[Path]:
+    """Report folders of the same tables made under another fidelity preset, kept beside the result set as
+    ``<report>/../variants/<name>/`` (``paper/results/variants/`` for the committed set)."""
+    root = Path(report).parent / "variants"
+    return sorted(p for p in root.iterdir() if (p / "table1.csv").exists()) if root.is_dir() else []
+
+
+def _agree_count(agr: pd.DataFrame | None, version: str) -> int | None:
+    if agr is None:
+        return None
+    a = agr.set_index("version")
+    return int(a.loc[version, AGREE]) if version in a.index else None
+
+
+def render_variant_findings(report: str | Path) -> str:
+    """Markdown: for each variant run, Table 1's agreement counts beside the default run's, and the cells whose
+    agreement with the July preprint changes between the two (both values and the published one)."""
+    report = Path(report)
+    base_t1, base_agr = _read(report, "table1.csv"), _read(report, "table1_agreement.csv")
+    variants = variant_folders(report)
+    if base_t1 is None or not variants:
+        return "*No variant run is kept beside this result set.*\n"
+    lines = []
+    for folder in variants:
+        t1, agr = _read(folder, "table1.csv"), _read(folder, "table1_agreement.csv")
+        name = folder.name
+        counts = []
+        for v in ("preprint_2025_07", "satml_2026", "target"):
+            ours, theirs = _agree_count(base_agr, v), _agree_count(agr, v)
+            if ours is not None and theirs is not None:
+                what = ("reach the target (July agreement or inside the authors' range)" if v == "target"
+                        else f"agree in sign and significance with the {VERSION_LABELS[v]}")
+                counts.append(f"{theirs} cells {what} (default run: {ours})")
+        t3, t3_base = _read(folder, "table3_agreement.csv"), _read(report, "table3_agreement.csv")
+        table3 = (f" Table 3: {int(t3['within'].iloc[0])} of {int(t3['cells'].iloc[0])} validity cells within "
+                  f"{float(t3['tolerance'].iloc[0]):.2f} of the final version's (default run: "
+                  f"{int(t3_base['within'].iloc[0])})." if t3 is not None and t3_base is not None else "")
+        n_seeds = int(t1["n_seeds"].max()) if "n_seeds" in t1 and t1["n_seeds"].notna().any() else 1
+        lines += [f"**`fidelity: {name}`** ({n_seeds} training seed{'s' if n_seeds != 1 else ''}, the default run's "
+                  f"protocol otherwise): " + "; ".join(counts) + "." + table3, ""]
+        col = f"{PRIMARY}_agreement"
+        m = base_t1.merge(t1, on=["dataset", "metric"], suffixes=("_default", "_variant"))
+        m = m[(m["dataset"] != "Avg.") & (m[f"{col}_default"] != m[f"{col}_variant"])]
+        if not len(m):
+            lines += ["No cell changes its agreement with the July preprint.", ""]
+            continue
+        lines += ["| cell | July | default | " + name + " | agreement with July |", "|---|---|---|---|---|"]
+        v07 = "preprint_2025_07"
+        for _, r in m.iterrows():
+            metric = str(r["metric"]).replace("*", "\\*")
+            july = _cell(r[f"{v07}_reduction_pct_default"], r[f"{v07}_pm_default"], r[f"{v07}_significant_default"])
+            lines.append(
+                f"| {r['dataset']} {metric} | {july} "
+                f"| {_cell(r['reduction_pct_default'], r['pm_default'], r['significant_default'])} "
+                f"| {_cell(r['reduction_pct_variant'], r['pm_variant'], r['significant_variant'])} "
+                f"| {r[f'{col}_default']} → {r[f'{col}_variant']} |")
+        lines.append("")
+    return "\n".join(lines)
