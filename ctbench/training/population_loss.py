@@ -86,14 +86,12 @@ class Tape:
     acts: list          # the input of every layer: the batch, then each ReLU output
     nb: int
     m: int
-    ls_b: torch.Tensor  # log-softmax of the batch's logits, (G·nb, K)
-    yb: torch.Tensor
+    ls: torch.Tensor    # log-softmax of the rows with a cross-entropy (batch, then x_ae), (G·(nb + m), K)
+    target: torch.Tensor
     bmask: torch.Tensor | None
     have: torch.Tensor
-    ls_ae: torch.Tensor | None = None
-    y_ae: torch.Tensor | None = None
     f: torch.Tensor | None = None      # (G, 2, m): f(x')[y⁺], f(x⁺)[y⁺]
-    t: torch.Tensor | None = None
+    t_index: torch.Tensor | None = None
     cmask: torch.Tensor | None = None
 
 
@@ -104,7 +102,10 @@ def _ce(logits2d: torch.Tensor, target: torch.Tensor):
 
 
 def batch_forward(run, i: int, order, cf):
-    """(total, parts, have, tape): the values of :func:`batch_loss` (same operations, no autograd graph)."""
+    """(total, parts, have, tape): the values of :func:`batch_loss` (same operations, no autograd graph).
+
+    The two cross-entropies (batch rows, then x_ae rows: adjacent in the logits) are one log-softmax and one NLL
+    over both row sets; both are row by row, so every value is the same."""
     G = run.G
     xb, yb, bmask, m, tuples = _inputs(run, i, order, cf)
     nb = xb.shape[1]
@@ -118,28 +119,31 @@ def batch_forward(run, i: int, order, cf):
                 acts.append(h)
         logits = h
         K = logits.shape[-1]
-        ce, ls_b = _ce(logits[:, :nb].reshape(-1, K), yb.reshape(-1))
-        ce = ce.view(G, nb)
-        clf = ce.mean(1) if bmask is None else torch.where(bmask, ce, 0.0).sum(1) / bmask.sum(1).clamp(min=1)
-        tape = Tape(acts, nb, m, ls_b, yb.reshape(-1), bmask, run.clf_only)
+        target = yb if not m else torch.cat([yb, tuples[4]], 1)
+        ce, ls = _ce(logits[:, :nb + m].reshape(-1, K), target.reshape(-1))
+        ce = ce.view(G, nb + m)
+        ce_b = ce[:, :nb]
+        clf = ce_b.mean(1) if bmask is None else torch.where(bmask, ce_b, 0.0).sum(1) / bmask.sum(1).clamp(min=1)
+        tape = Tape(acts, nb, m, ls, target.reshape(-1), bmask, run.clf_only)
         if not m:
             parts = torch.stack([clf, *(torch.full_like(clf, float("nan")),) * 3], 1)
             return run.lam4[:, 0] * clf, parts, run.clf_only, tape
-        _, _, _, t, y_ae, cmask = tuples
+        t, cmask = tuples[3], tuples[5]
         # f(x')[y⁺] and f(x⁺)[y⁺] in one gather over a (G, 2, m, K) view (no repeated index)
-        f = logits[:, nb + m:].view(G, 2, m, K).gather(3, t[:, None, :, None].expand(G, 2, m, 1)).squeeze(3)
+        t_index = t[:, None, :, None].expand(G, 2, m, 1)
+        f = logits[:, nb + m:].view(G, 2, m, K).gather(3, t_index).squeeze(3)
         f_cf, f_plus = f[:, 0], f[:, 1]
-        adv, ls_ae = _ce(logits[:, nb:nb + m].reshape(-1, K), y_ae.reshape(-1))
-        per_tuple = torch.stack([f_cf - f_plus, f_cf.square() + f_plus.square(), adv.view(G, m)], 2)
+        per_tuple = torch.stack([f_cf - f_plus, f_cf.square() + f_plus.square(), ce[:, nb:]], 2)
         if cmask is None:
             tup = per_tuple.mean(1)
-            have = run.all_parts
+            have, use = run.all_parts, run.use_all
         else:
             tup = torch.where(cmask[..., None], per_tuple, 0.0).sum(1) / cmask.sum(1).clamp(min=1)[:, None]
             have = torch.cat([run.clf_only[:, :1], cmask.any(1)[:, None].expand(G, 3)], 1)
+            use = run.use4 & have
         parts = torch.cat([clf[:, None], tup], 1)
-        total = torch.where(run.use4 & have, run.lam4 * parts, 0.0).sum(1)
-        tape.ls_ae, tape.y_ae, tape.f, tape.t, tape.cmask, tape.have = ls_ae, y_ae.reshape(-1), f, t, cmask, have
+        total = torch.where(use, run.lam4 * parts, 0.0).sum(1)
+        tape.f, tape.t_index, tape.cmask, tape.have = f, t_index, cmask, have
         return total, parts, have, tape
 
 
@@ -149,38 +153,52 @@ def _ce_backward(g: torch.Tensor, ls: torch.Tensor, target: torch.Tensor) -> tor
     return torch._log_softmax_backward_data(g_ls, ls, 1, ls.dtype)
 
 
-def batch_grad(run, tape: Tape, g_total: torch.Tensor) -> torch.Tensor:
-    """∂(Σ_g g_total[g]·total[g])/∂flat, (G, P): autograd's backward pass of :func:`batch_loss`, written out."""
+def _upper_grads(run, tape: Tape, g_total: torch.Tensor | None):
+    """∂/∂ce of the batch and x_ae rows (G, nb + m), ∂/∂div and ∂/∂reg per tuple (G, m) (autograd's Sum, Where,
+    Mul, Cat, Mean/Div, Stack backward). ``g_total`` None: every member's total with weight 1 and all parts present
+    — then they depend only on (nb, m) and are computed once."""
+    G, nb, m = run.G, tape.nb, tape.m
+    key = (nb, m)
+    fast = g_total is None and tape.bmask is None and tape.cmask is None
+    if fast and key in run.upper_cache:
+        return run.upper_cache[key]
+    g_total = run.ones_g if g_total is None else g_total
+    if not m:  # total = λ_clf·clf
+        g_clf = g_total * run.lam4[:, 0]
+    else:  # total = Σ where(use & have, λ·parts, 0)
+        g_parts = torch.where(run.use4 & tape.have, g_total[:, None].expand(G, 4), 0.0) * run.lam4
+        g_clf, g_tup = g_parts[:, 0], g_parts[:, 1:]
+    if tape.bmask is None:  # clf = mean(ce)
+        g_ce = g_clf[:, None].expand(G, nb) / nb
+    else:                   # clf = Σ where(bmask, ce, 0) / count
+        g_ce = torch.where(tape.bmask, (g_clf / tape.bmask.sum(1).clamp(min=1))[:, None].expand(G, nb), 0.0)
+    out = (g_ce, None, None)
+    if m:
+        if tape.cmask is None:  # tup = mean over the tuples
+            g_per = g_tup[:, None, :].expand(G, m, 3) / m
+        else:
+            cnt = tape.cmask.sum(1).clamp(min=1)[:, None]
+            g_per = torch.where(tape.cmask[..., None], (g_tup / cnt)[:, None, :].expand(G, m, 3), 0.0)
+        g_div, g_reg, g_adv = g_per.unbind(2)
+        out = (torch.cat([g_ce, g_adv], 1), g_div[:, None, :] * run.plus_minus, g_reg[:, None, :])
+    if fast:
+        run.upper_cache[key] = out
+    return out
+
+
+def batch_grad(run, tape: Tape, g_total: torch.Tensor | None = None) -> torch.Tensor:
+    """∂(Σ_g g_total[g]·total[g])/∂flat, (G, P): autograd's backward pass of :func:`batch_loss`, written out.
+    ``g_total`` None: all ones (every member updates)."""
     G, nb, m = run.G, tape.nb, tape.m
     with torch.no_grad():
-        if not m:  # total = λ_clf·clf
-            g_clf = g_total * run.lam4[:, 0]
-        else:  # total = Σ where(use & have, λ·parts, 0)
-            g_parts = torch.where(run.use4 & tape.have, g_total[:, None].expand(G, 4), 0.0) * run.lam4
-            g_clf, g_tup = g_parts[:, 0], g_parts[:, 1:]
-        if tape.bmask is None:  # clf = mean(ce)
-            g_ce = g_clf[:, None].expand(G, nb) / nb
-        else:                   # clf = Σ where(bmask, ce, 0) / count
-            g_ce = torch.where(tape.bmask, (g_clf / tape.bmask.sum(1).clamp(min=1))[:, None].expand(G, nb), 0.0)
-        g_b = _ce_backward(g_ce, tape.ls_b, tape.yb)
-        if not m:
-            g_logits = g_b.view(G, nb, -1)
-        else:
-            if tape.cmask is None:  # tup = mean over the tuples
-                g_per = g_tup[:, None, :].expand(G, m, 3) / m
-            else:
-                cnt = tape.cmask.sum(1).clamp(min=1)[:, None]
-                g_per = torch.where(tape.cmask[..., None], (g_tup / cnt)[:, None, :].expand(G, m, 3), 0.0)
-            g_div, g_reg, g_adv = g_per.unbind(2)
-            f = tape.f
-            # div = f_cf − f_plus, reg = f_cf² + f_plus² (PowBackward: g·(2·f))
-            g_f = torch.stack([g_div + g_reg * (2.0 * f[:, 0]), g_div.neg() + g_reg * (2.0 * f[:, 1])], 1)
-            K = tape.ls_b.shape[1]
-            g_logits = torch.zeros(G, nb + 3 * m, K, dtype=g_b.dtype, device=g_b.device)
-            g_logits[:, :nb] = g_b.view(G, nb, K)
-            g_logits[:, nb:nb + m] = _ce_backward(g_adv, tape.ls_ae, tape.y_ae).view(G, m, K)
-            g_logits[:, nb + m:].view(G, 2, m, K).scatter_(3, tape.t[:, None, :, None].expand(G, 2, m, 1),
-                                                            g_f[..., None])
+        g_ce, g_div, g_reg = _upper_grads(run, tape, g_total)
+        g_logits = _ce_backward(g_ce, tape.ls, tape.target).view(G, nb + m, -1)
+        if m:
+            # div = f_cf − f_plus, reg = f_cf² + f_plus² (PowBackward: g·(2·f)); g_div carries the sign of each
+            g_f = (2.0 * tape.f).mul_(g_reg).add_(g_div)
+            g_lt = torch.zeros(G, 2, m, g_logits.shape[-1], dtype=g_f.dtype, device=g_f.device)
+            g_lt.scatter_(3, tape.t_index, g_f[..., None])
+            g_logits = torch.cat([g_logits, g_lt.view(G, 2 * m, -1)], 1)
         grads = []
         g = g_logits
         for j in range(len(run.wb) - 1, -1, -1):  # BaddbmmBackward per layer, ReluBackward between

@@ -38,6 +38,8 @@ class _PopulationRun(_EpochSearch):
         self.leaves = self.stack.leaves()  # for population_loss.batch_loss, the autograd reference
         self.wb = [self.stack.layer(j) for j in range(len(self.stack.layout))]  # (W, b) views of the weights
         self.ones_g = torch.ones(G, dtype=dtype, device=dev)
+        self.plus_minus = torch.tensor([1.0, -1.0], dtype=dtype, device=dev)[None, :, None]
+        self.upper_cache: dict = {}  # population_loss._upper_grads of the common case, by (batch rows, tuples)
         self.shared = all(r is None for r in rows)
         self.n_rows = [self.N if r is None else int(r.numel()) for r in rows]
         self.rows = [torch.arange(self.N) if r is None else r.cpu() for r in rows]
@@ -55,6 +57,7 @@ class _PopulationRun(_EpochSearch):
         self.all_parts = torch.ones(G, 4, dtype=torch.bool, device=dev)
         self.clf_only = torch.zeros(G, 4, dtype=torch.bool, device=dev)
         self.clf_only[:, 0] = True
+        self.use_all = self.use4 & self.all_parts
         self.burnin = [round(m.params.burnin * m.params.epochs) for m in members]
         self.needs_cf = [m.objective.needs_counterfactuals for m in members]
         self.max_nonfinite = torch.tensor([m.params.max_nonfinite_batches for m in members], device=dev)
@@ -100,7 +103,7 @@ class _PopulationRun(_EpochSearch):
         self.log_accuracy = True
 
     # -- one mini-batch: population_loss.batch_forward / batch_grad (autograd's backward pass, written out) -------
-    def _grad_of(self, tape, g_total: torch.Tensor) -> torch.Tensor:
+    def _grad_of(self, tape, g_total: torch.Tensor | None) -> torch.Tensor:
         """∂(Σ_g g_total[g]·total[g])/∂flat (G, P) for the mini-batch of ``tape``."""
         return batch_grad(self, tape, g_total)
 
@@ -178,7 +181,7 @@ class _PopulationRun(_EpochSearch):
                     self.start_loss = total.detach().double().cpu().tolist()
                 if self.uniform_steps is not None and self.full_batch[i] and bool(torch.isfinite(total).all()):
                     # the common case, every member alive, with a batch and a finite loss: no masks needed
-                    self._adam_step_all(self._grad_of(tape, self.ones_g))
+                    self._adam_step_all(self._grad_of(tape, None))
                     fast_ok += 1
                     sums += torch.cat([total[:, None], parts], 1).detach()
                     seen |= have
