@@ -114,25 +114,28 @@ class StackedMLP(nn.Module):
         """The member-stacked layers ``[(W (G, in, out), b (G, out)), …]`` of :mod:`ctbench.generators.mlp_grad`."""
         return [(w, b.squeeze(1)) for w, b in (self.layer(i) for i in range(len(self.layout)))]
 
-    def forward_cached(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def forward_cached(self, x: torch.Tensor, work: list[torch.Tensor] | None = None
+                       ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Logits (G, n, K) and the hidden activations, for :meth:`input_grad` (closed form, no autograd graph).
 
         The logits are a transposed view of a class-major (G, K, n) tensor (:func:`mlp_grad.forward`): products and
-        reductions over only K = 2–10 classes are several times slower in the other layout.
+        reductions over only K = 2–10 classes are several times slower in the other layout. ``work``:
+        :func:`mlp_grad.workspace` buffers for the hidden activations.
         """
-        logits_t, hidden = mlp_grad.forward(x, self.layers())
+        logits_t, hidden = mlp_grad.forward(x, self.layers(), work)
         return logits_t.transpose(1, 2), hidden
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:
-        """Predicted classes (G, n), taken on the class-major layout."""
-        return self.forward_cached(x)[0].transpose(1, 2).argmax(1)
+        """Predicted classes (G, n): argmax over a contiguous (G, n, K) copy (over the class-major layout's strided
+        class axis it is ~10× slower; the same indices, ties and NaN included)."""
+        return self.forward_cached(x)[0].contiguous().argmax(-1)
 
     def input_grad(self, hidden: list[torch.Tensor], dlogits: torch.Tensor,
-                   out: torch.Tensor | None = None) -> torch.Tensor:
+                   out: torch.Tensor | None = None, work: list[torch.Tensor] | None = None) -> torch.Tensor:
         """∂L/∂x from ∂L/∂logits (G, n, K) by hand (:func:`mlp_grad.first_layer_grad`), ReLU by autograd's own rule;
         ``out``: a reused (G, n, D) buffer for the result (a fresh tensor of that size costs page faults)."""
         layers = self.layers()
-        g = mlp_grad.first_layer_grad(dlogits.transpose(1, 2), layers, hidden)
+        g = mlp_grad.first_layer_grad(dlogits.transpose(1, 2), layers, hidden, work)
         return torch.bmm(g, layers[0][0].transpose(1, 2), out=out)
 
     def select(self, members: torch.Tensor | Sequence[int]) -> StackedMLP:

@@ -44,21 +44,40 @@ def mlp_layers(model: nn.Module) -> Layers | None:
     return [(m.weight.t(), m.bias) for m in mods[::2]]
 
 
-def _affine(a: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+def _affine(a: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, out=None) -> torch.Tensor:
     if a.ndim == 2:
-        return torch.addmm(b, a, w) if b is not None else torch.mm(a, w)
-    return torch.baddbmm(b.unsqueeze(-2), a, w) if b is not None else torch.bmm(a, w)
+        return torch.addmm(b, a, w, out=out) if b is not None else torch.mm(a, w, out=out)
+    return torch.baddbmm(b.unsqueeze(-2), a, w, out=out) if b is not None else torch.bmm(a, w, out=out)
 
 
-def forward(x: torch.Tensor, layers: Layers) -> tuple[torch.Tensor, list[torch.Tensor]]:
+def _buffer(work: list[torch.Tensor] | None, i: int, shape) -> torch.Tensor | None:
+    """A view of shape ``shape`` at the start of the flat buffer ``work[i]`` (None without a workspace)."""
+    if work is None:
+        return None
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return work[i][:n].view(shape)
+
+
+def workspace(layers: Layers, rows: int, like: torch.Tensor) -> list[torch.Tensor]:
+    """Flat buffers for every hidden layer's (…, rows, width) result, for the ``work`` arguments below: big
+    results written into reused memory instead of fresh tensors (a fresh multi-MB tensor costs a page fault per
+    4 KiB, more than the arithmetic of a step of small models). Lead dimensions (members) are in ``rows``."""
+    return [torch.empty(rows * int(w.shape[-1]), dtype=like.dtype, device=like.device) for w, _ in layers[:-1]]
+
+
+def forward(x: torch.Tensor, layers: Layers, work: list[torch.Tensor] | None = None
+            ) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """Class-major logits (…, K, n) and the hidden activations (after ReLU) that :func:`first_layer_grad` needs.
 
     Class-major because a softmax over a short class dimension is many times faster when it is not innermost.
+    ``work``: :func:`workspace` buffers for the hidden activations (the same values).
     """
     acts = []
     a = x
-    for w, b in layers[:-1]:
-        a = torch.relu_(_affine(a, w, b))
+    for i, (w, b) in enumerate(layers[:-1]):
+        a = torch.relu_(_affine(a, w, b, out=_buffer(work, i, (*a.shape[:-1], w.shape[-1]))))
         acts.append(a)
     w, b = layers[-1]
     wt, at = w.transpose(-1, -2), a.transpose(-1, -2)  # logitsᵀ = Wᵀ aᵀ + b
@@ -79,11 +98,17 @@ def logit_grad(logits_t: torch.Tensor, target: torch.Tensor,
     return g.scatter_add_(-2, y, coef.unsqueeze(-2)), p
 
 
-def first_layer_grad(dlogits_t: torch.Tensor, layers: Layers, acts: list[torch.Tensor]) -> torch.Tensor:
-    """dL/d(output of the first affine layer), (…, n, out₁); the input gradient is this times ``layers[0][0]ᵀ``."""
+def first_layer_grad(dlogits_t: torch.Tensor, layers: Layers, acts: list[torch.Tensor],
+                     work: list[torch.Tensor] | None = None) -> torch.Tensor:
+    """dL/d(output of the first affine layer), (…, n, out₁); the input gradient is this times ``layers[0][0]ᵀ``.
+    ``work``: :func:`workspace` buffers (other than the forward pass's) for the per-layer results."""
     g = dlogits_t.transpose(-1, -2)
-    for (w, _), a in zip(reversed(layers[1:]), reversed(acts), strict=True):
-        g = torch.ops.aten.threshold_backward(torch.matmul(g, w.transpose(-1, -2)), a, 0)
+    for i in range(len(acts) - 1, -1, -1):
+        w, a = layers[i + 1][0], acts[i]
+        buf = _buffer(work, i, a.shape)
+        g = torch.matmul(g, w.transpose(-1, -2), out=buf)
+        g = (torch.ops.aten.threshold_backward(g, a, 0) if buf is None
+             else torch.ops.aten.threshold_backward.grad_input(g, a, 0, grad_input=buf))
     return g
 
 

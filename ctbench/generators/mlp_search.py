@@ -53,18 +53,18 @@ def search_mlp(gen, model, layers: Layers, x, target, cons, conv, rows: int | No
 
 @contextlib.contextmanager
 def _workspace(rows: int, x: torch.Tensor):
-    """Four (rows, D) buffers; on CPU reused from call to call (fresh memory costs a page fault per 4 KiB, ~10% of
+    """Three (rows, D) buffers; on CPU reused from call to call (fresh memory costs a page fault per 4 KiB, ~10% of
     a 1k-row search), except in concurrent calls."""
     shape = (rows, x.shape[1])
     small = 4 * x.element_size() * rows * x.shape[1] <= _CACHE_BYTES
     if x.device.type != "cpu" or not small or not _cache_lock.acquire(blocking=False):
-        yield [torch.empty(shape, dtype=x.dtype, device=x.device) for _ in range(4)]
+        yield [torch.empty(shape, dtype=x.dtype, device=x.device) for _ in range(3)]
         return
     try:
         bufs = _cache.get("work")
         if bufs is None or bufs[0].dtype != x.dtype or bufs[0].shape[1] != shape[1] or bufs[0].shape[0] < rows:
             _cache.clear()
-            bufs = _cache["work"] = [torch.empty(shape, dtype=x.dtype) for _ in range(4)]
+            bufs = _cache["work"] = [torch.empty(shape, dtype=x.dtype) for _ in range(3)]
         yield [b[:rows] for b in bufs]
     finally:
         _cache_lock.release()
@@ -102,7 +102,7 @@ def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, wor
     # path points t and t − 1 (point 0 is x itself; point t + 1 goes to a buffer that is neither), x' − x (then
     # |x' − x|), sign(x' − x). A row's nascent example is written to the output when it leaves the ball.
     cur, prev = x, None
-    bufs, diff, sgn = work[:2], work[2], work[3]
+    bufs, diff, sgn = work[:2], work[2], None
     inside = torch.ones(B, dtype=torch.bool, device=x.device)  # point t lies in the ball (point 0 = factual)
     dead = None  # finished rows not yet compacted away (frozen)
     t = 0
@@ -114,9 +114,11 @@ def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, wor
         dz.scatter_add_(0, y, coef - 1.0 if coef is not None else minus_one.expand(y.shape))
         if t > 0:
             torch.sub(cur, x0, out=diff)
+            # max |x' − x| as max(max, −min): two reads instead of an abs pass; then diff becomes sign(x' − x) in
+            # place (one buffer fewer in cache) and the update accumulates into it
+            dist = torch.maximum(diff.amax(1), diff.amin(1).neg_())
             if lam != 0.0:
-                torch.sign(diff, out=sgn)
-            dist = diff.abs_().amax(1)
+                sgn = diff.sign_()
             now_in = (dist <= eps) if gen.nascent_inclusive else (dist < eps)
             left = inside > now_in if dead is None else (inside > now_in) > dead  # frozen rows keep their outputs
             if bool(left.any()):
@@ -146,7 +148,7 @@ def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, wor
                 break
             if n_dead >= COMPACT_SHARE * dead.shape[0]:
                 keep = ~dead
-                cur, x0, idx, inside, sgn = (v[keep] for v in (cur, x0, idx, inside, sgn))
+                cur, x0, idx, inside, sgn = (v[keep] for v in (cur, x0, idx, inside, diff))  # diff holds the sign
                 y, dz, diff = y[:, keep], dz[:, keep], torch.empty_like(cur)
                 acts = [a[keep] for a in acts]
                 if per_row_bounds:

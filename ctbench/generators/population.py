@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ..constraints import Constraints
+from . import mlp_grad
 from .base import Convergence, GradientGenerator
 from .ecco import ECCoGenerator, energy_multiplier
 from .generic import GenericGenerator
@@ -193,19 +194,22 @@ def _search(model, x, target, settings, constraints, valid, compact_below, laten
     out_prob = torch.zeros(G, n, dtype=x.dtype, device=dev)
     out_mature = torch.zeros(G, n, dtype=torch.bool, device=dev)
     out_init = torch.zeros(G, n, dtype=torch.bool, device=dev)
-    member = torch.arange(G, device=dev)[:, None].expand(G, n)
 
     active = torch.ones(G, n, dtype=torch.bool, device=dev) if valid is None else valid.clone().bool()
-    idx = torch.arange(n, device=dev)[None, :].expand(G, n)
+    # each current row's position in the flat (G·n) outputs: finished rows are written by one nonzero and
+    # index_select/index_copy_ (the row-major order of boolean indexing, without a nonzero per tensor)
+    dst = torch.arange(G * n, device=dev).view(G, n)
     x0, xcf, nascent = x, x.clone(), x.clone()  # xcf and nascent are updated in place, never aliases of x
     K = model(x[:, :1]).shape[-1]
     onehot = F.one_hot(y, K).to(x.dtype)
     z = latent.encode(xcf, active) if latent is not None else None
     ws_diff, ws_grad = torch.empty(G * n * D, dtype=x.dtype, device=dev), torch.empty(G * n * D, dtype=x.dtype,
                                                                                         device=dev)
+    # hidden activations and their gradients in reused buffers (fresh multi-MB tensors cost page faults)
+    work_fwd, work_bwd = (mlp_grad.workspace(model.layers(), G * n, x) for _ in range(2))
     t = 0
     while bool(active.any()):
-        logits, hidden = model.forward_cached(xcf)
+        logits, hidden = model.forward_cached(xcf, work_fwd)
         # softmax by hand: torch.softmax over a last axis of 2–10 classes is several times slower
         e = (logits - logits.amax(-1, keepdim=True)).exp_()
         prob = e.div_(e.sum(-1, keepdim=True))
@@ -221,15 +225,16 @@ def _search(model, x, target, settings, constraints, valid, compact_below, laten
         passed = p >= tau
         if t == 0:
             init = active & passed & thr
-            out_init[member[init], idx[init]] = True
+            out_init.view(-1)[dst.reshape(-1)[init.reshape(-1)]] = True
         finish = active & ((passed & thr) | (t >= T))
         if bool(finish.any()):
-            g_f, i_f = member[finish], idx[finish]
-            out_cf[g_f, i_f] = xcf[finish]
-            out_nascent[g_f, i_f] = nascent[finish]
-            out_steps[g_f, i_f] = t
-            out_prob[g_f, i_f] = p[finish]
-            out_mature[g_f, i_f] = (s.lenient[:, None] | passed)[finish]
+            pos = finish.reshape(-1).nonzero().squeeze(1)
+            d_f = dst.reshape(-1).index_select(0, pos)
+            out_cf.view(-1, D).index_copy_(0, d_f, xcf.reshape(-1, D).index_select(0, pos))
+            out_nascent.view(-1, D).index_copy_(0, d_f, nascent.reshape(-1, D).index_select(0, pos))
+            out_steps.view(-1).index_fill_(0, d_f, t)
+            out_prob.view(-1).index_copy_(0, d_f, p.reshape(-1).index_select(0, pos))
+            out_mature.view(-1).index_copy_(0, d_f, (s.lenient[:, None] | passed).reshape(-1).index_select(0, pos))
             active = active & ~finish
             if not bool(active.any()):
                 break
@@ -237,7 +242,7 @@ def _search(model, x, target, settings, constraints, valid, compact_below, laten
         # logit −λ_egy·φ(t)·(1 + 2r·E); then back through the network by hand (StackedMLP.input_grad)
         if latent is not None:  # the gradient is taken at the decoded latent point, not at the clamped x'
             cur, dec_hidden = latent.decode(z)
-            logits, hidden = model.forward_cached(cur)
+            logits, hidden = model.forward_cached(cur, work_fwd)
             e = (logits - logits.amax(-1, keepdim=True)).exp_()
             prob = e.div_(e.sum(-1, keepdim=True))
         dlogits = prob - onehot
@@ -246,7 +251,8 @@ def _search(model, x, target, settings, constraints, valid, compact_below, laten
             energy = -logits.gather(-1, y[..., None]).squeeze(-1)
             dlogits = dlogits - onehot * (coef * (1 + 2 * e_reg * energy))[..., None]
         # rows are independent: finished rows need no masking here
-        grad = model.input_grad(hidden, dlogits, out=None if latent is not None else ws_grad[:G * M * D].view(G, M, D))
+        grad = model.input_grad(hidden, dlogits, out=None if latent is not None else ws_grad[:G * M * D].view(G, M, D),
+                                work=work_bwd)
         if latent is not None:
             if any_cost:  # REVISE's L1 cost is a penalty on the decoded point: its gradient goes through the decoder
                 grad = grad + lam_cost * (cur - x0).sign()
@@ -257,7 +263,7 @@ def _search(model, x, target, settings, constraints, valid, compact_below, laten
             grad, xcf, x0, nascent, diff = (_gather_rows(v, perm) for v in (grad, xcf, x0, nascent, diff))
             if latent is not None:
                 z = _gather_rows(z, perm)
-            y, idx, member, active = (v.gather(1, perm) for v in (y, idx, member, active))
+            y, dst, active = (v.gather(1, perm) for v in (y, dst, active))
             onehot = _gather_rows(onehot, perm)
             if per_row_bounds:
                 lo, hi = _gather_rows(lo, perm), _gather_rows(hi, perm)

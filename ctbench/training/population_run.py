@@ -1,6 +1,7 @@
 """The stacked training loop of one population group: the epoch loop of :func:`.trainer.train` with a member axis
 on every tensor (stacked weights, one forward/backward per mini-batch, one masked Adam step, health checks per
-member). The epoch's search is :class:`.population_search._EpochSearch`."""
+member). The epoch's search is :class:`.population_search._EpochSearch`; the mini-batch loss and its gradient are
+:mod:`.population_loss`."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from ..generators.population import MemberSearchSettings, search_space
 from ..stacked import StackedMLP
 from .health import growth_message, learning_message
 from .members import MemberResult
+from .population_loss import batch_forward, batch_grad
 from .population_search import _EpochSearch
 from .trainer import PositiveSampler
 
@@ -34,7 +35,11 @@ class _PopulationRun(_EpochSearch):
         self.N = X.shape[0]
         self.stack = StackedMLP.from_models([m.model for m in members]).to(device=dev, dtype=dtype)
         self.stack.requires_grad_(False)
-        self.leaves = self.stack.leaves()
+        self.leaves = self.stack.leaves()  # for population_loss.batch_loss, the autograd reference
+        self.wb = [self.stack.layer(j) for j in range(len(self.stack.layout))]  # (W, b) views of the weights
+        self.ones_g = torch.ones(G, dtype=dtype, device=dev)
+        self.plus_minus = torch.tensor([1.0, -1.0], dtype=dtype, device=dev)[None, :, None]
+        self.upper_cache: dict = {}  # population_loss._upper_grads of the common case, by (batch rows, tuples)
         self.shared = all(r is None for r in rows)
         self.n_rows = [self.N if r is None else int(r.numel()) for r in rows]
         self.rows = [torch.arange(self.N) if r is None else r.cpu() for r in rows]
@@ -52,6 +57,7 @@ class _PopulationRun(_EpochSearch):
         self.all_parts = torch.ones(G, 4, dtype=torch.bool, device=dev)
         self.clf_only = torch.zeros(G, 4, dtype=torch.bool, device=dev)
         self.clf_only[:, 0] = True
+        self.use_all = self.use4 & self.all_parts
         self.burnin = [round(m.params.burnin * m.params.epochs) for m in members]
         self.needs_cf = [m.objective.needs_counterfactuals for m in members]
         self.max_nonfinite = torch.tensor([m.params.max_nonfinite_batches for m in members], device=dev)
@@ -96,62 +102,10 @@ class _PopulationRun(_EpochSearch):
         self.start_loss: list[float] | None = None  # each member's first mini-batch loss (untrained weights)
         self.log_accuracy = True
 
-    # -- one mini-batch -----------------------------------------------------------------------------------------
-    def _batch_loss(self, i: int, order, cf):
-        """Total loss (G,), parts (G, 4: clf, div, reg, adv) and which parts exist (G, 4) for mini-batch ``i``."""
-        G, b, dev = self.G, self.b, self.X.device
-        a = i * b
-        if self.shared and order is None:
-            z = min(a + b, self.N)
-            xb, yb = self.X[a:z].expand(G, -1, -1), self.y[a:z].expand(G, -1)
-            bmask = None
-        else:
-            src = self.index if order is None else order
-            z = min(a + b, src.shape[1])
-            rows = src[:, a:z]
-            xb, yb = self.X[rows], self.y[rows]
-            bmask = (torch.arange(a, z, device=dev)[None, :] < self.n_rows_t[:, None])
-        nb = xb.shape[1]
-        m = 0 if cf is None else int(cf["m_max"][i])
-        if m:  # the batch's counterfactual tuples: a slice of every member's tuples, or a gather when they differ
-            if cf["full"]:
-                a = cf["start"][i]
-                x_ae, x_cf, x_plus = (cf[k][:, a:a + m] for k in ("x_ae", "x_cf", "x_plus"))
-                t, y_ae = cf["target"][:, a:a + m], cf["y_ae"][:, a:a + m]
-            else:
-                idx = cf["index"][:, i, :m]
-                x_ae, x_cf, x_plus = (cf[k].gather(1, idx[..., None].expand(-1, -1, cf[k].shape[-1]))
-                                      for k in ("x_ae", "x_cf", "x_plus"))
-                t, y_ae = cf["target"].gather(1, idx), cf["y_ae"].gather(1, idx)
-            logits = self.stack(torch.cat([xb, x_ae, x_cf, x_plus], 1), self.leaves)  # one pass for all four
-            lb, lae, lt = logits[:, :nb], logits[:, nb:nb + m], logits[:, nb + m:]
-        else:
-            lb = self.stack(xb, self.leaves)
-        K = lb.shape[-1]
-        ce = F.cross_entropy(lb.reshape(-1, K), yb.reshape(-1), reduction="none").view(G, nb)
-        clf = ce.mean(1) if bmask is None else torch.where(bmask, ce, 0.0).sum(1) / bmask.sum(1).clamp(min=1)
-        if not m:
-            parts = torch.stack([clf, *(torch.full_like(clf, float("nan")),) * 3], 1)
-            return self.lam4[:, 0] * clf, parts, self.clf_only
-        f = lt.gather(2, t.repeat(1, 2)[..., None]).squeeze(2)  # f(x')[y⁺] then f(x⁺)[y⁺]: (G, 2m)
-        f_cf, f_plus = f[:, :m], f[:, m:]
-        adv = F.cross_entropy(lae.reshape(-1, K), y_ae.reshape(-1), reduction="none").view(G, m)
-        per_tuple = torch.stack([f_cf - f_plus, f_cf.square() + f_plus.square(), adv], 2)  # div, reg, adv
-        if cf["full"]:
-            tup = per_tuple.mean(1)
-            have = self.all_parts
-        else:
-            cmask = cf["mask"][:, i, :m]
-            tup = torch.where(cmask[..., None], per_tuple, 0.0).sum(1) / cmask.sum(1).clamp(min=1)[:, None]
-            have = torch.cat([self.clf_only[:, :1], cmask.any(1)[:, None].expand(G, 3)], 1)
-        parts = torch.cat([clf[:, None], tup], 1)
-        total = torch.where(self.use4 & have, self.lam4 * parts, 0.0).sum(1)
-        return total, parts, have
-
-    def _grad(self, loss: torch.Tensor) -> torch.Tensor:
-        """∂loss/∂flat (G, P), assembled from the per-layer gradients."""
-        grads = torch.autograd.grad(loss, self.leaves)
-        return torch.cat([g.reshape(self.G, -1) for g in grads], 1)
+    # -- one mini-batch: population_loss.batch_forward / batch_grad (autograd's backward pass, written out) -------
+    def _grad_of(self, tape, g_total: torch.Tensor | None) -> torch.Tensor:
+        """∂(Σ_g g_total[g]·total[g])/∂flat (G, P) for the mini-batch of ``tape``."""
+        return batch_grad(self, tape, g_total)
 
     def _adam_step_all(self, grad: torch.Tensor) -> None:
         """:meth:`_adam_step` when every member updates and all have taken the same number of steps: the bias
@@ -222,12 +176,12 @@ class _PopulationRun(_EpochSearch):
             skipped = torch.zeros(G, dtype=torch.long, device=dev)
             fast_ok = 0
             for i in range(self.NB):
-                total, parts, have = self._batch_loss(i, order, cf)
+                total, parts, have, tape = batch_forward(self, i, order, cf)
                 if self.start_loss is None:
                     self.start_loss = total.detach().double().cpu().tolist()
                 if self.uniform_steps is not None and self.full_batch[i] and bool(torch.isfinite(total).all()):
                     # the common case, every member alive, with a batch and a finite loss: no masks needed
-                    self._adam_step_all(self._grad(total.sum()))
+                    self._adam_step_all(self._grad_of(tape, None))
                     fast_ok += 1
                     sums += torch.cat([total[:, None], parts], 1).detach()
                     seen |= have
@@ -240,7 +194,7 @@ class _PopulationRun(_EpochSearch):
                 skipped += bad
                 self.alive &= ~(bad & (nonfinite > self.max_nonfinite))
                 upd = tried & finite & self.alive
-                self._adam_step(self._grad(torch.where(upd, total, 0.0).sum()), upd)
+                self._adam_step(self._grad_of(tape, torch.where(upd, self.ones_g, 0.0)), upd)
                 n_ok += upd
                 ok = torch.cat([upd[:, None], upd[:, None] & have], 1)
                 sums += torch.where(ok, torch.cat([total[:, None], parts], 1).detach(), 0.0)
