@@ -1,8 +1,8 @@
 """Populations vs a loop, old code vs new, interleaved: ``python benchmarks/population_pair.py --base DIR``.
 
 ``DIR`` is a checkout of the old code (e.g. ``git worktree add --detach ../wt-base main``); the new code is this
-working tree. Every case is ``ctbench.bench_population.run_case`` in its own process on one torch thread; per
-(data set, G) and repetition it runs the loop of single-model runs (new code; ``--base-loop`` also the old code's),
+working tree. Every case is ``ctbench.experiments.bench_population.run_case`` in its own process on one torch
+thread; per (data set, G) and repetition it runs the loop of single-model runs (new code; ``--base-loop`` also the old code's),
 then the old population, then the new one, back to back, so that load on a shared machine hits them alike. Reported:
 medians over the repetitions, and the load average around every case. Ratios are taken on CPU seconds (on a busy
 machine wall time also counts the time the process waited for a core).
@@ -23,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def case(tree: str, dataset: str, G: int, mode: str, epochs: int) -> dict:
-    code = (f"import json; from ctbench.bench_population import run_case; "
+    # the module moved to ctbench.experiments (issue 10); a base tree from before the move has the old path
+    code = ("import json\ntry:\n    from ctbench.experiments.bench_population import run_case\n"
+            "except ImportError:\n    from ctbench.bench_population import run_case\n"
             f"print(json.dumps(run_case({dataset!r}, {G}, {mode!r}, {epochs})))")
     env = dict(os.environ, PYTHONPATH=tree, OMP_NUM_THREADS="1")
     load0 = os.getloadavg()[0]
