@@ -4,8 +4,8 @@
 working tree. Every case is ``ctbench.experiments.bench_population.run_case`` in its own process on one torch
 thread; per (data set, G) and repetition it runs the loop of single-model runs (new code; ``--base-loop`` also the
 old code's), then the old population, then the new one, back to back, so that load on a shared machine hits them
-alike. Reported: medians over the repetitions, and the load average around every case. Ratios are taken on CPU seconds (on a busy
-machine wall time also counts the time the process waited for a core).
+alike. Reported: medians over the repetitions, and the load average around every case. Ratios are taken on CPU
+seconds (on a busy machine wall time also counts the time the process waited for a core).
 """
 
 from __future__ import annotations
