@@ -306,6 +306,9 @@ def test_the_committed_book_builds_strict_with_compact_tables(tmp_path):
     for table in re.findall(r"<table.*?</table>", results, re.S):
         header = re.search(r"<tr.*?</tr>", table, re.S).group(0)
         assert header.count("<th") <= 7, re.sub(r"<[^>]+>", " ", header)
+    # the variant run kept beside the committed set (paper/results/variants/) is rendered, not "no variant run"
+    discrepancies = (html.parent / "discrepancies.html").read_text()
+    assert "reference_2025_07" in discrepancies and "No variant run" not in discrepancies
 
 
 def test_fidelity_effects_and_prop31_tables_are_compact(tmp_path):

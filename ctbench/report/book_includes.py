@@ -153,7 +153,8 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
 
     pages["discrepancy_table1"] = render_table1_findings(src) if src is not None else ""
     pages["discrepancy_switches"] = render_switch_findings(src, PUBLISHED_DIR) if src is not None else ""
-    pages["discrepancy_variants"] = render_variant_findings(src) if src is not None else ""
+    # variants live beside the original report folder (../variants/), not beside the copy in _generated/
+    pages["discrepancy_variants"] = render_variant_findings(report) if report is not None else ""
     out = {}
     for name, text in pages.items():
         p = gen / f"{name}.md"
