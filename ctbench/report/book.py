@@ -9,7 +9,7 @@ so the HTML reads without a network.
 
 The renderers live in :mod:`.book_md` (Markdown helpers), :mod:`.book_tables` (result tables),
 :mod:`.book_figures` (figures, Proposition 3.1, grids), :mod:`.book_meta` (verdicts, provenance, CPU time) and
-:mod:`.book_includes` (the include pages); their public names are re-exported here.
+:mod:`.book_includes` (the include pages); import them from there.
 """
 
 from __future__ import annotations
@@ -23,48 +23,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from .book_figures import (  # noqa: F401
-    PAPER_FIGURES,
-    render_grids,
-    render_paper_figures,
-    render_prop31,
-    render_prop31_findings,
-    render_prop31_settings,
-    render_robustness,
-)
-from .book_includes import render_includes  # noqa: F401
-from .book_md import (  # noqa: F401
-    COPY_SUFFIXES,
-    DATASET_LABELS,
-    GENERATED,
-    OBJECTIVE_LABELS,
-    PAPER_ORDER,
-    _figure,
-    _isnan,
-    _note,
-    _num,
-    _read_csv,
-    _sort,
-    _table,
-    _text,
-    _truthy,
-)
-from .book_meta import (  # noqa: F401
-    render_benchmarks,
-    render_fidelity_effects,
-    render_fidelity_switches,
-    render_index,
-    render_provenance,
-    render_verdicts,
-)
-from .book_tables import (  # noqa: F401
-    render_ablation,
-    render_agreement,
-    render_ipstar_groupings,
-    render_plain,
-    render_side_by_side,
-    render_table1,
-)
+from .book_includes import render_includes
 
 
 class BookBuildError(RuntimeError):

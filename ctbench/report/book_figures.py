@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .book_md import OBJECTIVE_LABELS, _figure, _note, _num, _read_csv, _sort
+from ..catalog import OBJECTIVE_LABELS
+from .book_md import _figure, _note, _num, _read_csv, _sort
 from .book_tables import constant_columns, merge_columns
 from .markdown import frame_to_markdown
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..catalog import AVERAGE, OBJECTIVE_LABELS  # noqa: F401  (re-exported for the renderers)
+from ..catalog import AVERAGE
 from ..catalog import PAPER_LABELS as DATASET_LABELS
 from ..catalog import PAPER_ORDER as _PAPER_ORDER
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from .book_md import OBJECTIVE_LABELS, _isnan, _note, _num, _read_csv, _sort, _table, _text, _truthy
+from ..catalog import OBJECTIVE_LABELS
+from .book_md import _isnan, _note, _num, _read_csv, _sort, _table, _text, _truthy
 from .markdown import frame_to_markdown
 
 #: Table 1's published versions: column prefix → label

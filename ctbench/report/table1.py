@@ -7,7 +7,8 @@ more than its ±. So each cell carries
 
 * the paper's recipe over all (seed, run) pairs as runs (with one seed this is exactly the paper's number), and
 * a seed-level estimate: the paper's reduction computed per training seed, then their mean, sample sd and a
-  Student-t interval (level :data:`SEED_LEVEL`) over seeds; ``seed_significant`` when it excludes 0.
+  Student-t interval (level :data:`ctbench.evaluation.seeds.SEED_LEVEL`) over seeds; ``seed_significant`` when it
+  excludes 0.
 
 A cell is flagged when it rests on few valid counterfactuals (:data:`MIN_VALIDITY`) and is *not computable* when more
 than :data:`MAX_NAN_SHARE` of its metric values are NaN (IP* of groups with fewer than two counterfactuals, MNIST):
@@ -24,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..catalog import PAPER_ORDER, VERSION_LABELS  # noqa: F401 (VERSION_LABELS re-exported)
+from ..catalog import PAPER_ORDER, VERSION_LABELS
 from ..evaluation.aggregate import reduction_table
-from ..evaluation.seeds import SEED_LEVEL, pool_seeds  # noqa: F401 (SEED_LEVEL re-exported)
+from ..evaluation.seeds import pool_seeds
 from ..evaluation.seeds import seed_level as _seed_level
 
 #: the version reproduced (``../shared/papers/000_…``), then the final version and the March 2025 preprint
