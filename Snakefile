@@ -31,9 +31,11 @@ try:
     config.update(_typed)
     W = Workflow(config)
     W.check(os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
-except ValueError as err:  # ctbench.errors.ConfigError and friends: one message naming the setting, no traceback
+except (ValueError, OSError) as err:  # ctbench.errors.ConfigError and friends, an unreadable file: one message
     sys.exit(f"ctbench: error in the workflow config: {err}")
 RES = W.results  # logs and benchmarks (Snakemake's own files) live under it too
+# a failing job also leaves a record of its own there (Snakemake deletes a job's log before it runs it again)
+os.environ["CTBENCH_FAILURE_LOGS"] = os.path.abspath(f"{RES}/logs/failed")
 # Every rule that runs ctbench names envs/ctbench.yaml (`conda:`, relative to its rule file) for --use-conda users.
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -36,6 +37,12 @@ def _atomic_write(path: str | Path, write) -> Path:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the file the permissions open() would
         os.replace(tmp, path)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        if err.errno == errno.ENOSPC:
+            raise OSError(err.errno, f"no space left on the device of {path.parent} while writing {path.name}; "
+                          "free space there (or point results: elsewhere) and run again") from None
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -95,6 +102,83 @@ def read_csv_file(path: str | Path, what: str = "CSV file"):
         detail = str(err).splitlines()[0] if str(err) else "no detail"
         raise BadFileError(f"{what} {p} ({p.stat().st_size} bytes) cannot be read ({type(err).__name__}: {detail}): "
                            "it is truncated, empty or not a CSV file. Run the step that writes it again.") from None
+
+
+def read_json_file(path: str | Path, what: str = "JSON file") -> Any:
+    """``json.loads`` of a file; a missing, unreadable or malformed file raises
+    :class:`~ctbench.errors.BadFileError` naming the file and the line (never a bare JSONDecodeError)."""
+    from .errors import BadFileError
+
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadFileError(f"{what} {p} cannot be read ({type(err).__name__}: {err})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BadFileError(f"{what} {p} is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}); it was "
+                           "edited or truncated: run the step that writes it again") from None
+
+
+#: the key of a sidecar's digests: ``{"file": sha256 of the result file, "self": sha256 of the sidecar without it}``
+DIGEST_KEY = "digest"
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_jsonable).encode()
+
+
+def with_digest(meta: dict[str, Any], data: bytes) -> dict[str, Any]:
+    """``meta`` with the sha256 of the result file's bytes ``data`` and of ``meta`` itself (its canonical JSON)."""
+    import hashlib
+
+    body = {k: v for k, v in meta.items() if k != DIGEST_KEY}
+    body[DIGEST_KEY] = {"file": hashlib.sha256(data).hexdigest()}
+    body[DIGEST_KEY]["self"] = hashlib.sha256(_canonical(body)).hexdigest()
+    return body
+
+
+def check_digest(meta: dict[str, Any], sidecar: str | Path, result: str | Path | None = None) -> dict[str, Any]:
+    """``meta`` (read from ``sidecar``) unchanged since it was written, and ``result`` (if given and present) the file
+    it describes; a sidecar without a digest (written before digests) is accepted as it is."""
+    import hashlib
+
+    from .errors import BadFileError
+
+    digest = meta.get(DIGEST_KEY) if isinstance(meta, dict) else None
+    if not isinstance(digest, dict):
+        return meta
+    body = {k: v for k, v in meta.items() if k != DIGEST_KEY}
+    body[DIGEST_KEY] = {"file": digest.get("file")}
+    if hashlib.sha256(_canonical(body)).hexdigest() != digest.get("self"):
+        raise BadFileError(f"sidecar {sidecar} was edited after it was written (its digest does not match its "
+                           "contents): its settings cannot be trusted. Restore it or run the step that writes it "
+                           "again")
+    if result is not None and Path(result).is_file() and digest.get("file"):
+        h = hashlib.sha256()
+        with open(result, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        if h.hexdigest() != digest["file"]:
+            raise BadFileError(f"{result} does not match its sidecar {sidecar} (the sha256 recorded there differs): "
+                               "one of them was replaced or edited. Run the step that writes them again")
+    return meta
+
+
+def read_model_sidecar(path: str | Path) -> dict[str, Any]:
+    """The ``.pt.json`` sidecar of a saved model (``path`` is the ``.pt`` or the ``.pt.json`` file), checked: valid
+    JSON, unchanged since it was written, and describing the weights file beside it (the sha256 digests
+    :meth:`TrainedModel.save` records); raises :class:`~ctbench.errors.BadFileError` naming the file."""
+    p = Path(path)
+    side = p if p.name.endswith(".json") else p.with_name(p.name + ".json")
+    weights = side.with_name(side.name[: -len(".json")])
+    from .errors import BadFileError
+
+    meta = read_json_file(side, "model sidecar")
+    if not isinstance(meta, dict):
+        raise BadFileError(f"model sidecar {side} is not a JSON object: it is not a sidecar written by ctbench train")
+    return check_digest(meta, side, weights)
 
 
 def _jsonable(o: Any):

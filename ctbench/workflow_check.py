@@ -107,6 +107,59 @@ def _dataset_lists(c: dict[str, Any]) -> list[tuple[str, list[str]]]:
     return [(where, list(names)) for where, names in lists if names]
 
 
+#: config lists whose entries name things (a repeated entry would be merged without a word)
+_NAMED_LISTS = ("seeds", "datasets", "experiments", "names", "methods", "switches", "lambdas", "plugins")
+
+
+def check_lists(config: dict[str, Any], where: str = "") -> None:
+    """No list of names, seeds or λ's repeats an entry (``seeds: [0, 0]`` would silently run one seed), and no
+    ``datasets:`` list is empty (``grids.datasets: []`` would silently mean every dataset: write null for that)."""
+    for key, value in config.items():
+        setting = f"{where}{key}"
+        if isinstance(value, dict) and key != "data_params":
+            check_lists(value, f"{setting}.")
+        if key not in _NAMED_LISTS or not isinstance(value, list):
+            continue
+        if key == "datasets" and not value:
+            raise ConfigError(f"{setting}: [] names no dataset; leave the setting out (or write null) to use every "
+                              "dataset of `datasets:`, or name the datasets")
+        seen: set[Any] = set()
+        for v in value:
+            k = repr(v) if isinstance(v, (list, dict)) else v
+            if k in seen:
+                raise ConfigError(f"{setting}: {value!r} lists {v!r} twice; give each entry once")
+            seen.add(k)
+
+
+def check_present_files(dataset: str, params: dict[str, Any] | None, where: str) -> None:
+    """The raw files of ``dataset`` that are present have their sha256 (absent ones are left to the job)."""
+    from .data import files, raw_files
+
+    params = dict(params or {})
+    try:
+        for f in raw_files(dataset, params):
+            if files.is_present(f, params.get("raw_dir")):
+                files.raw_path(f, params.get("raw_dir"))
+    except PermissionError as err:
+        raise BadFileError(f"{where}: cannot read {err.filename}: permission denied; give the data directory and its "
+                           "files read permission (chmod -R u+rX DIR) or point CTBENCH_DATA elsewhere") from None
+    except (OSError, ValueError) as err:
+        raise BadFileError(f"{where}: {err}") from None
+
+
+def check_split_size(dataset: str, params: dict[str, Any] | None, fidelity: Any, protocol: Any) -> None:
+    """The evaluation split of a generated dataset has at least ``n_individuals`` rows (a larger request ran for
+    minutes without output)."""
+    from .data import load_dataset
+
+    ds = load_dataset(dataset, fidelity=fidelity, **dict(params or {}))
+    n = len(ds.y_test) if protocol.split == "test" else len(ds.y_train) + len(ds.y_val)
+    if protocol.n_individuals > n:
+        raise ConfigError(f"evaluation.n_individuals: {protocol.n_individuals} individuals per run, but the "
+                          f"{protocol.split} split of {dataset!r} has {n} rows (data_params.{dataset}); give "
+                          f"n_individuals ≤ {n}")
+
+
 def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None:
     """All checks of the module docstring for a :class:`ctbench.workflow.Workflow`; raises :class:`ConfigError`."""
     from .catalog import TUNING_GRIDS
@@ -121,6 +174,7 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
     c = workflow.config
     if schema_path is not None:
         check_schema(c, schema_path)
+    check_lists(c)
     fid = _checked("fidelity_overrides", resolve_fidelity, c["fidelity"], c.get("fidelity_overrides") or {})
     check_device(c.get("device", "cpu"))
     names = {alias for n, info in available().items() for alias in (n, *info["aliases"])}
@@ -146,6 +200,10 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
             raise BadFileError(f"datasets: {ds}: {err}") from None
         except ConfigError as err:
             raise ConfigError(f"data_params.{ds}: {err}") from None
+    # the consistency study's raw files: a job whose files are absent is skipped (it says so), but a present file
+    # must have its checksum (a corrupt one would fail after the other jobs ran)
+    for ds in dict.fromkeys(j["dataset"] for j in workflow.consistency_jobs()):
+        check_present_files(ds, (c.get("data_params") or {}).get(ds), f"consistency.datasets: {ds}")
     # every final model's train config: training, training_overrides, fidelity, data_params, device
     exps, objs, seeds = workflow.final_members()
     for ds in workflow.datasets:
@@ -157,8 +215,10 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
     families = {name: spec.get("family", "tabular") for name, spec in available().items()}
     for e in workflow.experiments:
         for ds in workflow.datasets:
-            _checked("evaluation", EvalProtocol.reference, families.get(ds, "tabular"), constrained=e == "mutability",
-                     **workflow.eval_settings(ds))
+            proto = _checked("evaluation", EvalProtocol.reference, families.get(ds, "tabular"),
+                             constrained=e == "mutability", **workflow.eval_settings(ds))
+            if families.get(ds) == "synthetic" and e == workflow.experiments[0]:  # generated: its size costs ms
+                check_split_size(ds, (c.get("data_params") or {}).get(ds), fid, proto)
     # grids and tuning: values (types, ranges), every point's train config, the grid evaluation protocol
     for grid in workflow.grid_names():
         block = "tune" if grid in TUNING_GRIDS else "grids"
@@ -177,4 +237,4 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
             _checked(f"{where} baseline on {ds}", check_train_config, bl, device=False)
 
 
-__all__ = ["check_schema", "check_workflow", "snakemake_config", "typed_config"]
+__all__ = ["check_lists", "check_schema", "check_workflow", "snakemake_config", "typed_config"]

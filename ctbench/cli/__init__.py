@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from . import data_cmds, eval_cmds, figure_cmds, grid_cmds, report_cmds, study_cmds, train_cmds
 
@@ -26,12 +28,110 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: the arguments that name input files (``NAME=PATH`` values included); ``--out`` names the output
+_INPUT_ARGS = ("model", "config", "factuals", "eval", "robustness", "attribution", "grids", "models", "tuned",
+               "consistency", "claims", "best", "baseline", "ct", "bl", "csv", "inputs", "reuse", "published",
+               "report", "benchmarks", "fresh", "committed")
+#: files a command writes next to ``--out`` (sidecars, the grid run's epoch log)
+_OUT_COMPANIONS = ("", ".json", ".epochs.csv")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def check_out_is_not_an_input(args: argparse.Namespace) -> None:
+    """Refuse, before anything is written, an ``--out`` (or a file written beside it: ``OUT.json``,
+    ``OUT.epochs.csv``) that is one of the command's input files or an input's sidecar: it would overwrite the input
+    (``evaluate --model CT=m.pt --out m.pt``, ``train --config c.yaml --out c.yaml``, ``generate --factuals x.csv
+    --out x.csv``)."""
+    from ..errors import UserInputError
+
+    out = getattr(args, "out", None)
+    if not isinstance(out, (str, list)) or not out:
+        return
+    outs = [Path(f"{o}{suffix}") for o in ([out] if isinstance(out, str) else out) for suffix in _OUT_COMPANIONS]
+    for name in _INPUT_ARGS:
+        given = getattr(args, name, None)
+        for value in [given] if isinstance(given, str) else (given or []):
+            if not isinstance(value, str) or not value:
+                continue
+            path = Path(value.split("=", 1)[1] if "=" in value and not Path(value).exists() else value)
+            if path.is_dir():
+                continue
+            for o in outs:
+                if any(_same_file(o, Path(f"{path}{suffix}")) for suffix in ("", ".json")):
+                    raise UserInputError(f"--out {o}: this is the input --{name.replace('_', '-')} {value} (or its "
+                                         ".json sidecar); writing it would overwrite the input. Give another --out "
+                                         "path")
+
+
+#: a folder where a failing command leaves a record of its own (the workflow sets it to ``<results>/logs/failed``):
+#: Snakemake deletes a job's log before it runs the job, so a second clone running the same job into the same
+#: results folder would erase the first one's reason for failing; the record's name is unique to the process
+FAILURE_LOGS = "CTBENCH_FAILURE_LOGS"
+
+
+def _record_failure(argv: list[str], rc: int, message: str) -> None:
+    folder = os.environ.get(FAILURE_LOGS)
+    if not folder:
+        return
+    import socket
+    import time
+
+    try:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        name = next((a for a in argv if not a.startswith("-")), "ctbench")
+        path = Path(folder) / f"{stamp}_{socket.gethostname()}_{os.getpid()}_{name}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"exit code: {rc}\ncommand: ctbench {' '.join(argv)}\nworking directory: {os.getcwd()}\n"
+                        f"host: {socket.gethostname()}, pid {os.getpid()}, {stamp} UTC\n\n{message}\n")
+    except OSError:  # a record must never hide the error itself
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    """:func:`run` (below); a failure also leaves a record of its own under ``$CTBENCH_FAILURE_LOGS``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not os.environ.get(FAILURE_LOGS):
+        return run(argv)
+    import io
+
+    kept, stderr = io.StringIO(), sys.stderr
+
+    class _Tee(io.TextIOBase):  # what the command says on stderr goes to the log and into the record
+        def write(self, text: str) -> int:
+            kept.write(text)
+            return stderr.write(text)
+
+        def flush(self) -> None:
+            stderr.flush()
+
+    sys.stderr = _Tee()
+    try:
+        rc = run(argv)
+    except BaseException:
+        import traceback
+
+        _record_failure(argv, 1, kept.getvalue()[-20000:] + traceback.format_exc())
+        raise
+    finally:
+        sys.stderr = stderr
+    if rc:
+        _record_failure(argv, rc, kept.getvalue()[-20000:])
+    return rc
+
+
+def run(argv: list[str] | None = None) -> int:
     """Run one command. A bad setting, argument or file (``ctbench.errors.UserInputError`` and the ``ValueError`` /
     ``OSError`` of a bad value or path) is one line ``ctbench: error: ...`` and exit code 2, as argparse's own usage
     errors; a training run that failed (diverged, did not learn) or a failed book build is exit code 1."""
     args = build_parser().parse_args(argv)
     try:
+        check_out_is_not_an_input(args)
         return args.func(args)
     except (ValueError, OSError) as err:  # UserInputError/ConfigError/BadFileError are ValueErrors
         print(f"ctbench: error: {err}", file=sys.stderr)

@@ -12,8 +12,22 @@ def _protocol_overrides(items: list[str] | None) -> dict:
     return check_protocol_overrides(out, "protocol")
 
 
+def check_experiment(value: str, option: str = "--experiment") -> str:
+    """One of the paper's experiments (the label every row carries; the report builds its tables from it)."""
+    from ..catalog import EXPERIMENTS
+    from ..errors import UserInputError
+
+    if value not in EXPERIMENTS:
+        given = f"{value!r} is not an experiment" if value else "not given"
+        raise UserInputError(f"{option}: {given}; give one of {', '.join(EXPERIMENTS)} (the report builds Table 1 "
+                             "from single, Table 3 from mutability and ablation)")
+    return value
+
+
 def _cmd_evaluate(args) -> int:
     from ..experiments.evaluation import parse_models, run, write
+
+    check_experiment(args.experiment)
 
     job = {"models": parse_models(args.model), "experiment": args.experiment, "constrained": args.constrained,
            "settings": _protocol_overrides(args.set)}
@@ -54,7 +68,8 @@ def add_cli(sub) -> None:
                    help="use the models' mutability constraints at test time (τ = 0.5, the mutability runs)")
     e.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="protocol override, e.g. n_runs=10, lambdas=[1.0], n_individuals=50, seed=1")
-    e.add_argument("--experiment", default="", help="label stored in every row (single, mutability, ablation)")
+    e.add_argument("--experiment", default="", help="label stored in every row: single, mutability or ablation "
+                   "(required)")
     e.add_argument("--out", required=True, help="CSV (.csv or .csv.gz), one row per counterfactual")
     e.add_argument("--quiet", action="store_true")
     e.set_defaults(func=_cmd_evaluate)

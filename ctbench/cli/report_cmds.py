@@ -21,7 +21,33 @@ def _config_json(text: str | None) -> dict | None:
     return value
 
 
+def check_sidecars(evaluations: list[str], models: list[str], tuned: list[str] = ()) -> None:
+    """Before anything is written: every model sidecar is JSON, unedited and of the weights beside it
+    (:func:`ctbench.io.read_model_sidecar`), every evaluation sidecar and ``best.json`` is JSON, and every evaluation
+    is labelled with one of the paper's experiments (a report from ``--experiment singel`` would have no table)."""
+    from ..catalog import EXPERIMENTS
+    from ..errors import BadFileError
+    from ..io import read_json_file, read_model_sidecar
+
+    for m in models:
+        read_model_sidecar(m)
+    for t in tuned:
+        read_json_file(t, "tuning choice")
+    for e in evaluations:
+        side = Path(f"{e}.json")
+        if not side.is_file():
+            continue
+        meta = read_json_file(side, "evaluation sidecar")
+        experiment = meta.get("experiment") if isinstance(meta, dict) else None
+        if isinstance(meta, dict) and meta.get("kind") == "counterfactual_evaluation" and experiment not in EXPERIMENTS:
+            raise BadFileError(f"evaluation file {e}: its experiment is {experiment!r}, not one of "
+                               f"{', '.join(EXPERIMENTS)}, so no table can use it; evaluate again with --experiment "
+                               "single (or mutability, ablation)")
+
+
 def _cmd_report(args) -> int:
+    import sys
+
     from ..errors import BadFileError
     from ..report.appendix import write_appendix
     from ..report.tables import PUBLISHED_DIR, write_extras, write_report
@@ -31,6 +57,7 @@ def _cmd_report(args) -> int:
     missing = [f for f in inputs if not Path(f).is_file()]
     if missing:  # checked before anything is written
         raise BadFileError(f"report: input file(s) not found: {', '.join(missing)}")
+    check_sidecars(args.eval or [], args.models or [], args.tuned or [])
     published = None if args.published == "none" else (args.published or PUBLISHED_DIR)
     written = write_report(args.out, evaluations=args.eval or [], robustness=args.robustness or [],
                            attribution=args.attribution or [], published_dir=published,
@@ -51,6 +78,13 @@ def _cmd_report(args) -> int:
         write_verdicts(args.claims, args.out)
         written["verdicts"] = "verdicts.csv"
     print(f"wrote to {args.out}: {', '.join(written) or 'nothing (no inputs)'}")
+    tables = [k for k, v in written.items() if isinstance(v, dict) and "csv" in v]
+    given = [o for o in ("eval", "robustness", "attribution", "grids", "consistency") if getattr(args, o)]
+    if given and not tables:
+        print(f"ctbench: error: report: no table could be computed from the given --{', --'.join(given)} "
+              "file(s): they hold no rows of the paper's experiments (single, mutability, ablation) or no rows at "
+              "all; check the inputs", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -94,6 +128,7 @@ def _cmd_appendix(args) -> int:
     missing = [f for f in inputs if not Path(f).is_file()]
     if missing:
         raise BadFileError(f"appendix: input file(s) not found: {', '.join(missing)}")
+    check_sidecars([], args.models or [], args.tuned or [])
     out = Path(args.out)
     written = write_appendix(out, grids=args.grids or [], models=args.models or [], tuned=args.tuned or [])
     index = out / "index.json"

@@ -47,6 +47,59 @@ class Dataset:
         }
 
 
+def check_dataset(ds: Any, name: str) -> Any:
+    """A loader's result checked before any stage uses it; raises ``ValueError`` naming the dataset and the values:
+    a :class:`Dataset`; per split, 2-D features with as many rows as labels and only finite values; labels
+    ``0..K-1`` (``K = n_classes``) with at least two classes in the training split; one feature name per column; the
+    domain, protected features and one-hot groups within the columns."""
+    if not isinstance(ds, Dataset):
+        raise ValueError(f"dataset {name!r}: the loader returned a {type(ds).__name__}, not a ctbench.data.Dataset")
+    K = ds.n_classes
+    if not isinstance(K, (int, np.integer)) or K < 2:
+        raise ValueError(f"dataset {name!r}: n_classes={K!r}; a classification dataset has at least 2 classes")
+    width = None
+    for split in ("train", "val", "test"):
+        X, y = getattr(ds, f"X_{split}"), getattr(ds, f"y_{split}")
+        X, y = np.asarray(X), np.asarray(y)
+        if X.ndim != 2:
+            raise ValueError(f"dataset {name!r}: X_{split} has shape {X.shape}; give a 2-D (rows, features) array")
+        if width is not None and X.shape[1] != width:
+            raise ValueError(f"dataset {name!r}: X_{split} has {X.shape[1]} features, X_train {width}")
+        width = X.shape[1]
+        if y.ndim != 1 or len(y) != len(X):
+            raise ValueError(f"dataset {name!r}: len(X_{split}) = {len(X)} but y_{split} has shape {y.shape}; give "
+                             "one label per row")
+        if not np.issubdtype(X.dtype, np.number):
+            raise ValueError(f"dataset {name!r}: X_{split} has dtype {X.dtype}; features must be numbers")
+        if X.size and not np.isfinite(X).all():
+            r, c = np.argwhere(~np.isfinite(X))[0]
+            n_bad = int((~np.isfinite(X)).sum())
+            raise ValueError(f"dataset {name!r}: X_{split} has {n_bad} NaN/Inf value(s), the first at row {r}, "
+                             f"feature {c} ({X[r, c]}); impute or drop them in the loader")
+        if len(y):
+            labels = np.unique(y)
+            if not np.issubdtype(y.dtype, np.integer) and not np.array_equal(labels, np.round(labels)):
+                raise ValueError(f"dataset {name!r}: y_{split} has non-integer labels {labels[:5].tolist()}; labels "
+                                 f"must be the classes 0..{K - 1}")
+            if labels.min() < 0 or labels.max() > K - 1:
+                raise ValueError(f"dataset {name!r}: y_{split} has labels {labels[:10].tolist()}, but n_classes={K} "
+                                 f"allows 0..{K - 1} only; encode the classes as 0..K-1")
+        if split == "train" and len(np.unique(y)) < 2:
+            raise ValueError(f"dataset {name!r}: the training split has one class only ({np.unique(y).tolist()}, "
+                             f"{len(y)} rows); a classifier needs at least two")
+    if len(ds.feature_names) != width:
+        raise ValueError(f"dataset {name!r}: {len(ds.feature_names)} feature names for {width} features; give one "
+                         "name per column")
+    if ds.domain is not None:
+        lo, hi = ds.domain
+        if len(lo) != width or len(hi) != width:
+            raise ValueError(f"dataset {name!r}: the domain has {len(lo)}/{len(hi)} bounds for {width} features")
+    bad = [i for i in [*ds.protected, *(j for g in ds.categorical_groups for j in g)] if not 0 <= int(i) < width]
+    if bad:
+        raise ValueError(f"dataset {name!r}: protected/categorical feature index {bad[0]} is outside 0..{width - 1}")
+    return ds
+
+
 def _describe_features(names: list[str], idx: list[int], limit: int = 4) -> str:
     if not idx:
         return ""

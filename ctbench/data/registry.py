@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..catalog import DATASETS, DEFAULT_FAMILY, FAMILIES
-from .base import Dataset
+from ..errors import ConfigError, UserInputError
+from .base import Dataset, check_dataset
 
 _LOADERS: dict[str, Callable[..., Dataset]] = {}
 _INFO: dict[str, dict[str, Any]] = {}
@@ -52,7 +53,23 @@ def load_dataset(name: str, **params: Any) -> Dataset:
         load_plugins()
     if name not in _LOADERS:
         raise ValueError(f"dataset: unknown name {name!r}; registered: {sorted(_LOADERS)}; {HOW_TO}")
-    return _LOADERS[name](**params)
+    loader = _LOADERS[name]
+    if name in DATASETS:  # the paper's loaders: tested in ctbench
+        return loader(**params)
+    # a user's loader: its failure in one line naming it, and its result checked before any stage uses it
+    where = f"{getattr(loader, '__module__', '?')}.{getattr(loader, '__qualname__', '?')}"
+    try:
+        ds = loader(**params)
+    except UserInputError:
+        raise
+    except Exception as err:
+        detail = str(err).splitlines()[0] if str(err) else "no detail"
+        raise ConfigError(f"dataset {name!r}: its loader {where} (a plugin) failed: {type(err).__name__}: "
+                          f"{detail}") from None
+    try:
+        return check_dataset(ds, name)
+    except ValueError as err:
+        raise ConfigError(f"{err} (loader {where})") from None
 
 
 def family(name: str) -> str:

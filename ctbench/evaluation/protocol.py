@@ -31,6 +31,11 @@ from .metrics import cost_l1, implausibility, ip_star, redundancy, validity
 N_INDIVIDUALS = {f: facts["n_individuals"] for f, facts in FAMILY_FACTS.items()}
 
 
+#: most counterfactual searches of one model and λ (n_runs × n_individuals; the paper: 100 × 250): beyond it the
+#: frames alone take gigabytes (n_runs 1e9 died with a 149 GiB MemoryError)
+MAX_SEARCHES = 10**7
+
+
 @dataclass(frozen=True)
 class EvalProtocol:
     lambdas: tuple[float, ...] = (0.1, 0.5, 1.0, 5.0, 10.0)
@@ -57,6 +62,10 @@ class EvalProtocol:
             raise ValueError(f"protocol.split: {self.split!r} is not 'test' or 'train'")
         if self.n_individuals < 1 or self.n_runs < 1 or not self.lambdas:
             raise ValueError("protocol: n_individuals, n_runs and the λ list must be positive / non-empty")
+        if self.n_runs * self.n_individuals > MAX_SEARCHES:  # refused before any memory is taken
+            raise ValueError(f"protocol: n_runs × n_individuals = {self.n_runs:,} × {self.n_individuals:,} "
+                             f"counterfactuals per model and λ exceeds the limit of {MAX_SEARCHES:,} (the paper uses "
+                             "100 × 250); lower n_runs or n_individuals")
 
     @classmethod
     def reference(cls, family: str = "synthetic", constrained: bool = False, **overrides: Any) -> EvalProtocol:

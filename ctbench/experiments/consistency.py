@@ -111,6 +111,16 @@ def resolve_settings(settings: dict[str, Any] | None, part: str = "black2022") -
     return s
 
 
+def _black2022_datasets(chosen: list[str], datasets: list[str]) -> list[str]:
+    """``datasets:`` limits the study too: with the paper's datasets (any of the catalog's) it runs on its own
+    ``consistency.datasets``; with a user's datasets alone, only on those of them it lists."""
+    from ..catalog import DATASETS
+
+    if any(d in DATASETS for d in datasets):
+        return list(chosen)
+    return [d for d in chosen if d in datasets]
+
+
 def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     """The jobs of a workflow config's ``consistency`` block: ``{part, dataset, seed, settings}`` each."""
     block = config.get("consistency") or {}
@@ -118,7 +128,7 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     out = []
     common = {k: block[k] for k in ("sns", "lipschitz", "vae_epochs") if k in block}
-    for d in block.get("datasets") or []:
+    for d in _black2022_datasets(block.get("datasets") or [], list(config.get("datasets") or [])):
         settings = {**common, **{k: block[k] for k in ("methods", "n_models", "n_factuals", "epochs") if k in block}}
         settings["data_params"] = (config.get("data_params") or {}).get(d, {})
         out.append({"part": "black2022", "dataset": d, "seed": int(block.get("seed", 0)), "settings": settings})

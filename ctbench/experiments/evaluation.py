@@ -125,6 +125,11 @@ def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
     X, y = (data.X_test, data.y_test) if protocol.split == "test" else (
         np.vstack([data.X_train, data.X_val]), np.concatenate([data.y_train, data.y_val]))
     t0 = time.perf_counter()
+    if protocol.n_individuals > len(X):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"protocol.n_individuals: {protocol.n_individuals} individuals per run, but the "
+                          f"{protocol.split} split of {data.name!r} has {len(X)} rows; give n_individuals ≤ {len(X)}")
     if constrained and not data.protected:
         raise ValueError(f"--constrained: dataset {data.name!r} declares no protected features")
     df = evaluate_counterfactuals(models, X, y, protocol, fid, n_classes=data.n_classes,

@@ -10,6 +10,7 @@ entry point, which the README documents).
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from ..errors import BadFileError, UserInputError
 from ..fidelity import Fidelity
 from ..generators import VAE, Convergence, CounterfactualResult, make_generator
 from ..generators.vae import fit_cached
-from ..io import _jsonable, atomic_torch_save, atomic_write_json, provenance
+from ..io import _jsonable, atomic_write_bytes, atomic_write_json, provenance, read_model_sidecar, with_digest
 from ..models import build_model
 from .health import TrainingFailedError
 from .objectives import Objective
@@ -142,8 +143,12 @@ class TrainedModel:
         blob = {"meta": meta, "state_dict": {k: v.cpu() for k, v in self.model.state_dict().items()}}
         if self.vae is not None:
             blob["vae"] = {"config": self.vae.config(), "state_dict": self.vae.state_dict()}
-        atomic_torch_save(blob, path)
-        atomic_write_json(path.with_suffix(path.suffix + ".json"), meta)
+        buf = io.BytesIO()
+        torch.save(blob, buf)
+        data = buf.getvalue()
+        atomic_write_bytes(path, data)
+        # the sidecar records the sha256 of the weights file and of itself: read_model_sidecar refuses an edit
+        atomic_write_json(path.with_suffix(path.suffix + ".json"), with_digest(meta, data))
         return path
 
 
@@ -363,6 +368,8 @@ def load_model(path: str | Path, device: str = "cpu", *, allow_failed: bool = Fa
     ``allow_failed``; an unreadable file raises :class:`~ctbench.errors.BadFileError` naming it."""
     path = Path(path)
     blob = _read_model_file(path, device)
+    if path.with_name(path.name + ".json").is_file():  # the sidecar the report reads: unchanged, and of these weights
+        read_model_sidecar(path)
     meta = blob["meta"]
     if meta.get("format_version") != FORMAT_VERSION:
         raise BadFileError(f"{path}: model format {meta.get('format_version')} is not {FORMAT_VERSION}; "
@@ -377,6 +384,11 @@ def load_model(path: str | Path, device: str = "cpu", *, allow_failed: bool = Fa
         model.load_state_dict(blob["state_dict"])
     except RuntimeError as err:
         raise BadFileError(f"model file {path}: the weights do not fit the model it describes ({err})") from None
+    bad = [k for k, v in blob["state_dict"].items() if torch.is_floating_point(v) and not torch.isfinite(v).all()]
+    if bad:
+        raise BadFileError(f"model file {path}: the weights {', '.join(bad[:3])}{' ...' if len(bad) > 3 else ''} "
+                           "contain NaN or Inf; such a model cannot be evaluated or explained. Train it again "
+                           "(ctbench train --out ...)")
     model.to(device).eval()
     c = meta["constraints"]
     cons = Constraints.build(n_features, domain=c["domain"], mutability=c["mutability"],

@@ -86,6 +86,9 @@ def check_data(name: str, params: dict[str, Any] | None = None, fidelity: Any = 
     try:
         for f in raw_files(name, params):
             files.raw_path(f, params.get("raw_dir"))
+    except PermissionError as err:  # e.g. chmod 000 on the data directory
+        raise BadFileError(f"cannot read {err.filename}: permission denied; give the data directory and its files "
+                           "read permission (chmod -R u+rX DIR) or point CTBENCH_DATA elsewhere") from None
     except (FileNotFoundError, ValueError) as err:
         raise BadFileError(str(err)) from None
 
