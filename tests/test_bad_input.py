@@ -199,7 +199,8 @@ def test_keep_failed_saves_the_run_marked_failed_and_it_is_refused_later(failed_
                     "--out", str(out / "cf.csv")], capsys)
     assert rc == 2
     _needles(err, (failed_model.name, "training failed", "inspection only"))
-    rc, err = _run(["evaluate", "--model", f"CT={failed_model}", "--out", str(out / "e.csv")], capsys)
+    rc, err = _run(["evaluate", "--model", f"CT={failed_model}", "--experiment", "single", "--out",
+                    str(out / "e.csv")], capsys)
     assert rc == 2 and failed_model.name in err
     _nothing_written(out)
     from ctbench.api import load_model
@@ -323,15 +324,18 @@ def test_zero_factuals_in_the_autograd_and_population_searches():
 
 # -- CLI: ctbench evaluate, report, grid, data -----------------------------------------------------------------------
 OTHER = [
-    ("evaluate-unknown-setting", ["evaluate", "--model", "CT=@m.pt", "--set", "n_run=5"],
+    ("evaluate-unknown-setting", ["evaluate", "--model", "CT=@m.pt", "--set", "n_run=5", "--experiment", "single"],
      ("protocol.n_run", "did you mean 'n_runs'")),
-    ("evaluate-n-runs-zero", ["evaluate", "--model", "CT=@m.pt", "--set", "n_runs=0"], ("protocol.n_runs", "≥ 1")),
-    ("evaluate-empty-lambdas", ["evaluate", "--model", "CT=@m.pt", "--set", "lambdas=[]"],
+    ("evaluate-n-runs-zero", ["evaluate", "--model", "CT=@m.pt", "--set", "n_runs=0", "--experiment", "single"],
+     ("protocol.n_runs", "≥ 1")),
+    ("evaluate-empty-lambdas", ["evaluate", "--model", "CT=@m.pt", "--set", "lambdas=[]", "--experiment", "single"],
      ("protocol.lambdas", "empty")),
-    ("evaluate-text-lambdas", ["evaluate", "--model", "CT=@m.pt", "--set", "lambdas=[abc]"],
+    ("evaluate-text-lambdas", ["evaluate", "--model", "CT=@m.pt", "--set", "lambdas=[abc]", "--experiment", "single"],
      ("protocol.lambdas", "'abc'")),
-    ("evaluate-missing-model", ["evaluate", "--model", "CT=@missing.pt"], ("missing.pt", "does not exist")),
-    ("evaluate-truncated-model", ["evaluate", "--model", "CT=@truncated.pt"], ("truncated.pt", "cannot be read")),
+    ("evaluate-missing-model", ["evaluate", "--model", "CT=@missing.pt", "--experiment", "single"],
+     ("missing.pt", "does not exist")),
+    ("evaluate-truncated-model", ["evaluate", "--model", "CT=@truncated.pt", "--experiment", "single"],
+     ("truncated.pt", "cannot be read")),
     # issue item 4: a truncated evaluation file given to report names the file (it was an EOFError)
     ("report-truncated-gz", ["report", "--eval", "@truncated.csv.gz"],
      ("truncated.csv.gz", "cannot be read", "truncated")),
@@ -518,3 +522,340 @@ def test_snakemake_dry_run_checks_settings_at_start_up(config, rc, needles, tmp_
     else:
         assert "This was a dry-run" in out
     assert not (tmp_path / "results").exists()
+
+
+# == issue 23: bad input and faults, round two ======================================================================
+def _copy(files: dict[str, Path], names: tuple[str, ...], tmp: Path) -> dict[str, Path]:
+    """Private copies of shared inputs (with their sidecars), for cases that may change them."""
+    out = {}
+    for n in names:
+        for suffix in ("", ".json"):
+            if Path(f"{files[n]}{suffix}").exists():
+                shutil.copy(f"{files[n]}{suffix}", tmp / f"{n}{suffix}")
+        out[n] = tmp / n
+    return out
+
+
+# item 1: no input is ever overwritten
+OVERWRITE = [
+    ("evaluate-out-is-its-model", ["evaluate", "--model", "CT=@m.pt", "--experiment", "single", "--out", "@m.pt"],
+     "m.pt"),
+    ("evaluate-out-is-its-models-sidecar", ["evaluate", "--model", "CT=@m.pt", "--experiment", "single", "--out",
+                                            "@m.pt.json"], "m.pt.json"),
+    ("train-out-is-its-config", ["train", "--config", "@c.yaml", "--out", "@c.yaml", "--quiet"], "c.yaml"),
+    ("generate-out-is-its-factuals", ["generate", "--model", "@m.pt", "--factuals", "@x.npy", "--out", "@x.npy"],
+     "x.npy"),
+    ("generate-out-is-its-model", ["generate", "--model", "@m.pt", "--factuals", "@x.npy", "--out", "@m.pt"], "m.pt"),
+    ("appendix-out-sidecar", ["grid", "figures", "@m.pt", "--out", "@m.pt"], "m.pt"),
+]
+
+
+@pytest.mark.parametrize("argv,victim", [c[1:] for c in OVERWRITE], ids=[c[0] for c in OVERWRITE])
+def test_out_equal_to_an_input_is_refused_before_writing(argv, victim, files, tmp_path, capsys):
+    own = _copy(files, ("m.pt", "x.npy"), tmp_path)
+    own["c.yaml"] = tmp_path / "c.yaml"
+    own["c.yaml"].write_text("training: {epochs: 1}\n")
+    own["m.pt.json"] = tmp_path / "m.pt.json"
+    before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+    rc, err = _run(_sub(argv, own, tmp_path), capsys)
+    assert rc == 2 and err.startswith("ctbench: error: --out") and "overwrite the input" in err, err
+    _needles(err, (victim,))
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before  # nothing changed, nothing added
+
+
+# item 2: nothing accepted silently
+@pytest.fixture(scope="module")
+def nan_model(files, tmp_path_factory) -> Path:
+    """The shared model with one NaN weight (and an Inf), saved as ctbench saves models."""
+    from ctbench.api import load_model
+
+    trained = load_model(files["m.pt"])
+    with torch.no_grad():
+        first = next(trained.model.parameters())
+        first[0, 0] = float("nan")
+        first[0, 1] = float("inf")
+    out = tmp_path_factory.mktemp("nan") / "nan.pt"
+    trained.save(out)
+    return out
+
+
+def test_a_model_with_nan_weights_is_refused(nan_model, files, tmp_path, capsys):
+    from ctbench.api import load_model
+
+    with pytest.raises(BadFileError, match="NaN or Inf"):
+        load_model(nan_model)
+    out = tmp_path / "out"
+    for argv in (["generate", "--model", str(nan_model), "--factuals", str(files["x.npy"]), "--out",
+                  str(out / "cf.csv")],
+                 ["evaluate", "--model", f"CT={nan_model}", "--experiment", "single", "--out", str(out / "e.csv")]):
+        rc, err = _run(argv, capsys)
+        assert rc == 2
+        _needles(err, ("nan.pt", "NaN or Inf", "Train it again"))
+    _nothing_written(out)
+
+
+@pytest.mark.parametrize("extra", [["--experiment", "singel"], []], ids=["misspelt", "none"])
+def test_evaluate_refuses_an_unknown_experiment(extra, files, tmp_path, capsys):
+    rc, err = _run(["evaluate", "--model", f"CT={files['m.pt']}", *extra, "--out", str(tmp_path / "o" / "e.csv")],
+                   capsys)
+    assert rc == 2
+    _needles(err, ("--experiment", "single, mutability, ablation"))
+    _nothing_written(tmp_path / "o")
+
+
+def test_report_refuses_an_evaluation_of_no_experiment_and_says_when_no_table_came_out(files, tmp_path, capsys):
+    ev = gzip.decompress(files["eval.csv.gz"].read_bytes()).decode().replace(",single,", ",singel,")
+    e = tmp_path / "e.csv"
+    e.write_text(ev)
+    (tmp_path / "e.csv.json").write_text(json.dumps({"kind": "counterfactual_evaluation", "experiment": "singel"}))
+    rc, err = _run(["report", "--eval", str(e), "--out", str(tmp_path / "rep")], capsys)
+    assert rc == 2
+    _needles(err, ("e.csv", "'singel'", "--experiment single"))
+    _nothing_written(tmp_path / "rep")
+    (tmp_path / "e.csv.json").unlink()  # without its sidecar: the report runs, writes no table, and says so
+    rc, err = _run(["report", "--eval", str(e), "--out", str(tmp_path / "rep")], capsys)
+    assert rc == 1
+    _needles(err, ("no table could be computed", "--eval"))
+
+
+LISTS = [
+    ("grids-datasets-empty", {"grids": {**SMOKE["grids"], "datasets": []}}, ("grids.datasets", "[]", "null")),
+    ("datasets-empty-consistency", {"consistency": {**SMOKE["consistency"], "datasets": []}},
+     ("consistency.datasets", "[]")),
+    ("seeds-duplicate", {"seeds": [0, 0]}, ("seeds", "[0, 0]", "twice")),
+    ("ct-seeds-duplicate", {"consistency": {**SMOKE["consistency"], "ct": {**SMOKE["consistency"]["ct"],
+                                                                            "seeds": [1, 1]}}},
+     ("consistency.ct.seeds", "twice")),
+    ("datasets-duplicate", {"datasets": ["lin_sep", "lin_sep"]}, ("datasets", "'lin_sep', 'lin_sep'")),
+    ("lambdas-duplicate", {"evaluation": {**SMOKE["evaluation"], "lambdas": [0.5, 0.5]}},
+     ("evaluation.lambdas", "twice")),
+    # item 3: sizes that cannot work, with the limit
+    ("n-individuals-above-the-split", {"evaluation": {**SMOKE["evaluation"], "n_individuals": 5000}},
+     ("evaluation.n_individuals", "5000", "200 rows", "≤ 200")),
+    ("n-runs-1e9", {"evaluation": {**SMOKE["evaluation"], "n_runs": 1e9}},
+     ("n_runs × n_individuals", "exceeds the limit of 10,000,000")),
+]
+
+
+@pytest.mark.parametrize("change,needles", [c[1:] for c in LISTS], ids=[c[0] for c in LISTS])
+def test_workflow_refuses_empty_and_repeated_lists_and_impossible_sizes(change, needles, tmp_path):
+    with pytest.raises(ConfigError) as err:
+        _check({**SMOKE, **change}, None, tmp_path)
+    _needles(str(err.value), needles)
+
+
+def test_evaluate_refuses_impossible_sizes_at_once(files, tmp_path, capsys):
+    signal.alarm(60)  # n_runs 1e9 died after minutes with a 149 GiB MemoryError
+    try:
+        for setting, needle in (("n_runs=1000000000", "exceeds the limit"), ("n_individuals=5000", "≤ 100")):
+            rc, err = _run(["evaluate", "--model", f"CT={files['m.pt']}", "--experiment", "single", "--set",
+                            setting, "--out", str(tmp_path / "o" / "e.csv")], capsys)
+            assert rc == 2
+            _needles(err, (needle,))
+    finally:
+        signal.alarm(0)
+    _nothing_written(tmp_path / "o")
+
+
+PLUGIN = '''
+import numpy as np
+from ctbench.data import Dataset, register
+
+
+def _ds(name, X, y, names=("a", "b"), k=2):
+    return Dataset(name, X, y, X[:10], y[:10], X[:10], y[:10], list(names), k)
+
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(100, 2)).astype(np.float32)
+y = (X[:, 0] > 0).astype(np.int64)
+
+
+@register("bi_names", family="tabular")
+def _names(**kw):
+    return _ds("bi_names", X, y, names=("a", "b", "c"))
+
+
+@register("bi_nan", family="tabular")
+def _nan(**kw):
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    return _ds("bi_nan", Xn, y)
+
+
+@register("bi_len", family="tabular")
+def _len(**kw):
+    return Dataset("bi_len", X, y[:-1], X[:10], y[:10], X[:10], y[:10], ["a", "b"], 2)
+
+
+@register("bi_one_class", family="tabular")
+def _one(**kw):
+    return _ds("bi_one_class", X, np.zeros(100, dtype=np.int64))
+
+
+@register("bi_labels", family="tabular")
+def _labels(**kw):
+    return _ds("bi_labels", X, y * 2 + 1)
+
+
+@register("bi_raises", family="tabular")
+def _raises(**kw):
+    raise KeyError("column 'income' not in the table")
+'''
+
+PLUGIN_CASES = [
+    ("feature-names", "bi_names", ("'bi_names'", "3 feature names for 2 features")),
+    ("nan-features", "bi_nan", ("'bi_nan'", "X_train", "NaN", "row 3, feature 1")),
+    ("len-mismatch", "bi_len", ("'bi_len'", "len(X_train) = 100", "(99,)")),
+    ("one-class", "bi_one_class", ("'bi_one_class'", "one class only", "[0]")),
+    ("labels", "bi_labels", ("'bi_labels'", "labels [1, 3]", "0..1")),
+    ("loader-raises", "bi_raises", ("'bi_raises'", "_raises", "KeyError", "income")),
+]
+
+
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("plugin") / "bi_plugin.py"
+    p.write_text(PLUGIN)
+    return p
+
+
+@pytest.mark.parametrize("name,needles", [c[1:] for c in PLUGIN_CASES], ids=[c[0] for c in PLUGIN_CASES])
+def test_a_bad_plugin_dataset_is_refused_at_the_data_stage(name, needles, plugin_path, tmp_path, capsys,
+                                                           monkeypatch):
+    monkeypatch.setenv("CTBENCH_PLUGINS", str(plugin_path))
+    rc, err = _run(["data", "prepare", name, "--out", str(tmp_path / "o" / "meta.json")], capsys)
+    assert rc == 2 and err.count("\n") == 1
+    _needles(err, needles)
+    _nothing_written(tmp_path / "o")
+
+
+def test_an_edited_sidecar_or_replaced_weights_are_refused(files, tmp_path, capsys):
+    from ctbench.api import load_model
+
+    own = _copy(files, ("m.pt",), tmp_path)
+    side = Path(f"{own['m.pt']}.json")
+    meta = json.loads(side.read_text())
+    assert set(meta["digest"]) == {"file", "self"}
+    rc, _ = _run(["appendix", "--models", str(own["m.pt"]), "--out", str(tmp_path / "ok")], capsys)
+    assert rc == 0  # untouched: accepted
+    meta["config"]["convergence"]["tau"] = 0.1     # a hand edit: appendix Table 2 printed the edited τ
+    side.write_text(json.dumps(meta))
+    for argv in (["appendix", "--models", str(own["m.pt"]), "--out", str(tmp_path / "o")],
+                 ["report", "--models", str(own["m.pt"]), "--out", str(tmp_path / "o")]):
+        rc, err = _run(argv, capsys)
+        assert rc == 2
+        _needles(err, ("m.pt.json", "edited after it was written"))
+    with pytest.raises(BadFileError, match="edited"):
+        load_model(own["m.pt"])
+    shutil.copy(f"{files['m.pt']}.json", side)               # the sidecar restored, the weights replaced
+    own["m.pt"].write_bytes(files["m.pt"].read_bytes() + b"\0")
+    rc, err = _run(["appendix", "--models", str(own["m.pt"]), "--out", str(tmp_path / "o")], capsys)
+    assert rc == 2
+    _needles(err, ("m.pt", "does not match its sidecar"))
+    side.write_text("{not json")                              # item 3: a sidecar that is not JSON names the file
+    rc, err = _run(["report", "--models", str(own["m.pt"]), "--out", str(tmp_path / "o")], capsys)
+    assert rc == 2
+    _needles(err, ("m.pt.json", "not valid JSON", "line 1"))
+    _nothing_written(tmp_path / "o")
+
+
+# item 3: clear and early
+def test_a_corrupt_consistency_raw_file_is_refused_at_start_up(tmp_path, monkeypatch):
+    src = Path(os.environ.get("CTBENCH_DATA", ROOT.parent / "shared" / "data")) / "cardiotocography" / "CTG.xls"
+    if not src.is_file():
+        pytest.skip("needs the cardiotocography raw file (CTBENCH_DATA)")
+    data = tmp_path / "data"
+    (data / "cardiotocography").mkdir(parents=True)
+    (data / "cardiotocography" / "CTG.xls").write_bytes(src.read_bytes()[:-10])
+    monkeypatch.setenv("CTBENCH_DATA", str(data))
+    with pytest.raises(BadFileError, match=r"consistency.datasets: cardiotocography: .*altered or corrupt"):
+        _check(SMOKE, None, tmp_path)
+    (data / "cardiotocography" / "CTG.xls").unlink()  # absent: the job is skipped (it says so), no start-up error
+    _check(SMOKE, None, tmp_path)
+
+
+def test_an_unreadable_data_directory_is_one_line(tmp_path, monkeypatch):
+    from ctbench.data import files as data_files
+    from ctbench.training.preflight import check_data
+
+    def denied(name, raw_dir=None):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "data" / name))
+
+    monkeypatch.setattr(data_files, "raw_path", denied)
+    with pytest.raises(BadFileError, match=r"cannot read .*adult.data: permission denied.*chmod"):
+        check_data("adult", {})
+
+
+def test_a_full_disk_names_the_path(files, tmp_path, capsys, monkeypatch):
+    import errno
+
+    import ctbench.io
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ctbench.io.os, "fsync", full)
+    out = tmp_path / "o"
+    rc, err = _run(["generate", "--model", str(files["m.pt"]), "--factuals", str(files["x.npy"]), "--out",
+                    str(out / "cf.csv")], capsys)
+    assert rc == 2
+    _needles(err, ("no space left", str(out), "cf.csv", "free space"))
+    _nothing_written(out)
+
+
+# item 5: a failing job's reason survives a second clone running the same job
+def test_each_failure_leaves_a_record_of_its_own(files, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CTBENCH_FAILURE_LOGS", str(tmp_path / "failed"))
+    for _ in range(2):
+        rc, _ = _run(["evaluate", "--model", f"CT={tmp_path / 'gone.pt'}", "--experiment", "single", "--out",
+                      str(tmp_path / "e.csv")], capsys)
+        assert rc == 2
+    records = sorted((tmp_path / "failed").iterdir())
+    assert len(records) == 2
+    for r in records:
+        text = r.read_text()
+        assert "gone.pt" in text and "does not exist" in text and "exit code: 2" in text
+    assert main(["data", "status"]) == 0
+    assert len(list((tmp_path / "failed").iterdir())) == 2  # a success leaves none
+
+
+# item 4: `datasets:` limits the consistency study too
+def test_datasets_limits_the_consistency_study():
+    from ctbench.experiments.consistency import jobs
+
+    quick = yaml.safe_load((ROOT / "workflow/config/quick.yaml").read_text())
+    assert {(j["part"], j["dataset"]) for j in jobs(quick)} >= {("black2022", "cardiotocography"),
+                                                                ("black2022", "german_credit")}
+    assert jobs({**quick, "datasets": ["my_data"]}) == []
+    mine = {**quick, "datasets": ["my_data"], "consistency": {**quick["consistency"], "datasets": ["my_data"]}}
+    assert {(j["part"], j["dataset"]) for j in jobs(mine)} == {("black2022", "my_data")}
+
+
+def test_table1_cells_that_cannot_be_computed_say_why_and_nothing_partial_is_left(files, tmp_path, capsys,
+                                                                                  monkeypatch):
+    import pandas as pd
+
+    e = tmp_path / "same.csv"
+    assert main(["evaluate", "--model", f"CT={files['m.pt']}", "--model", f"BL={files['m.pt']}", "--experiment",
+                 "single", "--set", "n_runs=2", "--set", "n_individuals=10", "--set", "lambdas=[1.0]", "--quiet",
+                 "--out", str(e)]) == 0
+    rc, err = _run(["report", "--eval", str(e), "--out", str(tmp_path / "same")], capsys)  # a KeyError before
+    assert rc == 0, err
+    t1 = pd.read_csv(tmp_path / "same" / "table1.csv")
+    assert t1.loc[t1["dataset"] != "Avg.", "flag"].str.contains("not computable: the evaluation has no BL").all()
+    df = pd.read_csv(e)
+    df.loc[df["model"] == "BL", "objective"] = "vanilla"
+    df[["ip", "ip_star", "ip_star_run", "ip_star_pooled"]] = np.nan    # NaN metrics
+    df.to_csv(tmp_path / "nan.csv", index=False)
+    rc, err = _run(["report", "--eval", str(tmp_path / "nan.csv"), "--out", str(tmp_path / "nan")], capsys)
+    assert rc == 0, err
+    t1 = pd.read_csv(tmp_path / "nan" / "table1.csv")
+    assert t1.loc[t1["dataset"] != "Avg.", "flag"].str.contains("not computable: 100%").all()
+    import ctbench.report.tables as tables  # any other failure: one line, no partial files
+
+    monkeypatch.setattr(tables, "table3", lambda evals: {}["no such cell"])
+    rc, err = _run(["report", "--eval", str(tmp_path / "nan.csv"), "--out", str(tmp_path / "broken")], capsys)
+    assert rc == 2
+    _needles(err, ("cannot be computed", "KeyError", "nothing was written"))
+    _nothing_written(tmp_path / "broken")

@@ -80,14 +80,17 @@ def _record_failure(argv: list[str], rc: int, message: str) -> None:
     if not folder:
         return
     import socket
+    import tempfile
     import time
 
     try:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         name = next((a for a in argv if not a.startswith("-")), "ctbench")
-        path = Path(folder) / f"{stamp}_{socket.gethostname()}_{os.getpid()}_{name}.log"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"exit code: {rc}\ncommand: ctbench {' '.join(argv)}\nworking directory: {os.getcwd()}\n"
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f"{stamp}_{socket.gethostname()}_{os.getpid()}_{name}_", suffix=".log",
+                                   dir=folder)  # a name no other process (or call) can take
+        os.close(fd)
+        Path(tmp).write_text(f"exit code: {rc}\ncommand: ctbench {' '.join(argv)}\nworking directory: {os.getcwd()}\n"
                         f"host: {socket.gethostname()}, pid {os.getpid()}, {stamp} UTC\n\n{message}\n")
     except OSError:  # a record must never hide the error itself
         pass

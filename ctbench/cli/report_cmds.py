@@ -46,8 +46,6 @@ def check_sidecars(evaluations: list[str], models: list[str], tuned: list[str] =
 
 
 def _cmd_report(args) -> int:
-    import sys
-
     from ..errors import BadFileError
     from ..report.appendix import write_appendix
     from ..report.tables import PUBLISHED_DIR, write_extras, write_report
@@ -59,6 +57,39 @@ def _cmd_report(args) -> int:
         raise BadFileError(f"report: input file(s) not found: {', '.join(missing)}")
     check_sidecars(args.eval or [], args.models or [], args.tuned or [])
     published = None if args.published == "none" else (args.published or PUBLISHED_DIR)
+    out = Path(args.out)
+    before = {p for p in out.rglob("*")} if out.is_dir() else set()
+    try:
+        return _write_all(args, published, write_report, write_extras, write_appendix)
+    except (ValueError, OSError, KeyboardInterrupt):
+        _remove_new(out, before)
+        raise
+    except Exception as err:  # a table that cannot be computed from these inputs: no partial report, one line
+        _remove_new(out, before)
+        detail = str(err).splitlines()[0] if str(err) else "no detail"
+        raise BadFileError(f"report: the tables cannot be computed from the given files ({type(err).__name__}: "
+                           f"{detail}); nothing was written to {out}. Check that the evaluations hold CT (full) and "
+                           "BL (vanilla) models with finite metrics") from None
+
+
+def _remove_new(out: Path, before: set[Path]) -> None:
+    """Remove what a failed report wrote (files and folders that were not there before it started)."""
+    import shutil
+
+    if not out.is_dir():
+        return
+    for p in sorted(set(out.rglob("*")) - before, key=lambda q: len(q.parts), reverse=True):
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+    if not before and out.is_dir() and not any(out.iterdir()):
+        out.rmdir()
+
+
+def _write_all(args, published, write_report, write_extras, write_appendix) -> int:
+    import sys
+
     written = write_report(args.out, evaluations=args.eval or [], robustness=args.robustness or [],
                            attribution=args.attribution or [], published_dir=published,
                            benchmarks_dir=args.benchmarks, n_boot=args.n_boot)

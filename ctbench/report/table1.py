@@ -86,6 +86,10 @@ def table1(evals: pd.DataFrame) -> pd.DataFrame:
                 out.at[i, c] = np.nan
             out.at[i, "significant"] = pd.NA
             out.at[i, "seed_significant"] = pd.NA
+        elif pd.isna(r["reduction_pct"]) and (pd.isna(r["ct_validity"]) or pd.isna(r["bl_validity"])):
+            who = "CT (objective full)" if pd.isna(r["ct_validity"]) else "BL (objective vanilla)"
+            note.append(f"not computable: the evaluation has no {who} model of this dataset (the same model given as "
+                        "CT and BL?)")
         elif pd.isna(r["reduction_pct"]):
             note.append("no run with valid counterfactuals of both CT and BL")
         low = min(r["ct_validity"], r["bl_validity"])

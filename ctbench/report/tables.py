@@ -70,6 +70,7 @@ def table1_bootstrap(evals: pd.DataFrame, n_boot: int = 1000, seed: int = 2025) 
         if len(sub):
             parts.append(bootstrap_reduction(pool_seeds(_label(sub)), metric, kind=kind, label=label,
                                              n_boot=n_boot, seed=seed))
+    parts = [p for p in parts if not p.empty]  # no CT/BL pair in any cell: no table (not a KeyError)
     return _sort(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
 
 
@@ -96,6 +97,8 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
                                                     else (np.nan, pd.NA)))
             rows.append(row)
     long = pd.DataFrame(rows)
+    if long.empty:  # no CT/BL pair in any cell
+        return long
     wide = long.pivot(index="dataset", columns="grouping", values=[c for c in long.columns
                                                                    if c not in ("dataset", "grouping")])
     wide.columns = [f"{v}_{g}" for v, g in wide.columns]
@@ -275,7 +278,7 @@ def performance_by_seed(sidecars: list[dict[str, Any]]) -> pd.DataFrame:
     """Test accuracy and macro F1 of CT and BL per dataset and training seed (``single`` experiment): an unconverged
     model of one seed shows here before it moves a Table-1 cell."""
     df = _performance_rows(sidecars)
-    if not len(df):
+    if not len(df) or not {"full", "vanilla"} <= set(df["objective"]):  # CT and BL both needed (not one model twice)
         return pd.DataFrame()
     w = df.pivot_table(index=["dataset", "seed"], columns="objective", values=["accuracy", "macro_f1"],
                        aggfunc="first")
@@ -290,7 +293,7 @@ def performance_table(sidecars: list[dict[str, Any]]) -> pd.DataFrame:
     """Test accuracy and macro F1 of CT and BL per dataset (``single`` experiment), mean over training seeds, with
     ``acc_diff`` = CT − BL and the number of seeds; from the evaluation sidecars' ``performance`` records."""
     df = _performance_rows(sidecars)
-    if not len(df):
+    if not len(df) or not {"full", "vanilla"} <= set(df["objective"]):  # CT and BL both needed (not one model twice)
         return pd.DataFrame()
     g = df.groupby(["dataset", "objective"])[["accuracy", "macro_f1"]].mean().unstack("objective")
     out = pd.DataFrame({"acc_ct": g[("accuracy", "full")], "acc_bl": g[("accuracy", "vanilla")],
