@@ -859,3 +859,70 @@ def test_table1_cells_that_cannot_be_computed_say_why_and_nothing_partial_is_lef
     assert rc == 2
     _needles(err, ("cannot be computed", "KeyError", "nothing was written"))
     _nothing_written(tmp_path / "broken")
+
+
+# item 4: any profile with any subset of datasets plans the whole way to the book (no data directory, no cache)
+MY_LOADER = '''
+import numpy as np
+from ctbench.constraints import infer_domain
+from ctbench.data import Dataset, register, stratified_val_split
+from ctbench.fidelity import resolve_fidelity
+
+
+@register("my_data", family="tabular", description="two Gaussian features, label = sign of their sum")
+def load_my_data(*, fidelity="reference", seed=42, n=5000):
+    fid = resolve_fidelity(fidelity) if isinstance(fidelity, str) else fidelity
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2)).astype(np.float32)
+    y = (X.sum(1) > 0).astype(np.int64)
+    n_fit = int(0.8 * n)
+    tr, va = stratified_val_split(y[:n_fit], n_fit // 10, np.random.default_rng([seed, 1]))
+    return Dataset("my_data", X[tr], y[tr], X[va], y[va], X[n_fit:], y[n_fit:], ["a", "b"], 2,
+                   domain=infer_domain(X[:n_fit], fid.domain_n_sigma), protected=[0])
+'''
+
+
+def _planned(profile: str, datasets: list[str], tmp: Path) -> dict[str, int]:
+    """Job counts of ``snakemake -n`` (a copy of the workflow, no data directory, no cache), by rule."""
+    if not (tmp / "Snakefile").exists():
+        for name in ("Snakefile", "workflow", "envs", "claims.yaml"):
+            src = ROOT / name
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp / name)
+        (tmp / "my_loader.py").write_text(MY_LOADER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "CTBENCH_DATA": str(tmp / "no-data"), "CTBENCH_CACHE": str(tmp / "no-cache")}
+    env.pop("CTBENCH_PLUGINS", None)
+    p = subprocess.run([str(SNAKEMAKE), "-n", "--cores", "2", "--configfile", f"workflow/config/{profile}.yaml",
+                        "--config", f"datasets=[{', '.join(datasets)}]", "plugins=[my_loader.py]",
+                        f"results=results/{profile}"], cwd=tmp, env=env, capture_output=True, text=True,
+                       timeout=600)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-3000:]
+    stats = out.split("Job stats:", 1)[1].split("total", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)}
+
+
+SUBSETS = [["my_data"], ["moons"], ["lin_sep", "my_data"]]
+
+
+def _check_plan(profile: str, datasets: list[str], tmp: Path) -> None:
+    jobs = _planned(profile, datasets, tmp)
+    book = 0 if profile == "paper_table1" else 1  # paper_table1: Tables 1 and 3 only, no book
+    assert jobs.get("report") == 1 and jobs.get("book", 0) == book, (datasets, jobs)
+    assert jobs.get("data") == len(datasets), (datasets, jobs)  # `datasets:` limits the data stage...
+    if datasets == ["my_data"]:  # ... and every other: a user's dataset alone plans no paper dataset
+        assert not {"grid_chunk", "tune_select", "consistency"} & set(jobs), jobs
+
+
+@pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed next to this Python")
+def test_a_users_dataset_alone_plans_to_the_book(tmp_path):
+    """The quick profile with only a user's dataset planned German Credit and CTG consistency jobs."""
+    _check_plan("quick", ["my_data"], tmp_path)
+
+
+@pytest.mark.slow  # 9 dry runs, minutes on 2 busy cores
+@pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed next to this Python")
+@pytest.mark.parametrize("profile", ["smoke", "quick", "paper_table1"])
+def test_every_profile_with_any_datasets_plans_to_the_book(profile, tmp_path):
+    for datasets in SUBSETS:
+        _check_plan(profile, datasets, tmp_path)

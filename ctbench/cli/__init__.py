@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import data_cmds, eval_cmds, figure_cmds, grid_cmds, report_cmds, study_cmds, train_cmds
+from . import check_cmds, data_cmds, eval_cmds, figure_cmds, grid_cmds, report_cmds, study_cmds, train_cmds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     figure_cmds.add_cli(sub)
     study_cmds.add_cli(sub)
     report_cmds.add_cli(sub)
+    check_cmds.add_cli(sub)
     return p
 
 
