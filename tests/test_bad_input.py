@@ -926,3 +926,24 @@ def test_a_users_dataset_alone_plans_to_the_book(tmp_path):
 def test_every_profile_with_any_datasets_plans_to_the_book(profile, tmp_path):
     for datasets in SUBSETS:
         _check_plan(profile, datasets, tmp_path)
+
+
+# item 3: what Snakemake itself reports before ctbench runs, said in one line by `ctbench check-config`
+CHECK_CONFIG = [
+    ("configfile-missing", ["@nope.yaml"], ("nope.yaml", "does not exist")),
+    ("dotted-config-key", ["@smoke.yaml", "--config", "training.epochs=2"],
+     ("training.epochs=2", "top-level keys", "--config 'training={epochs: 2}'")),
+    ("yaml-syntax", ["@smoke.yaml", "@syntax.yaml"], ("syntax.yaml", "not valid YAML", "line 2")),
+    ("bad-value", ["@smoke.yaml", "--config", "seeds=[0, 0]"], ("seeds", "twice")),
+]
+
+
+@pytest.mark.parametrize("argv,needles", [c[1:] for c in CHECK_CONFIG], ids=[c[0] for c in CHECK_CONFIG])
+def test_check_config_says_in_one_line_what_snakemake_would_not(argv, needles, files, tmp_path, capsys):
+    own = {**files, "smoke.yaml": ROOT / "workflow/config/smoke.yaml"}
+    rc, err = _run(["check-config", *_sub(argv, own, tmp_path)], capsys)
+    assert rc == 2 and err.count("\n") == 1
+    _needles(err, needles)
+    rc, err = _run(["check-config", str(ROOT / "workflow/config/smoke.yaml"), "--config", "training={epochs: 2}"],
+                   capsys)
+    assert rc == 0, err
