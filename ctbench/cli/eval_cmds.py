@@ -14,8 +14,8 @@ def _protocol_overrides(items: list[str] | None) -> dict:
 
 def check_experiment(value: str, option: str = "--experiment") -> str:
     """One of the paper's experiments (the label every row carries; the report builds its tables from it)."""
-    from ..catalog import EXPERIMENTS
     from ..errors import UserInputError
+    from ..facts import EXPERIMENTS
 
     if value not in EXPERIMENTS:
         given = f"{value!r} is not an experiment" if value else "not given"

@@ -25,8 +25,8 @@ def check_sidecars(evaluations: list[str], models: list[str], tuned: list[str] =
     """Before anything is written: every model sidecar is JSON, unedited and of the weights beside it
     (:func:`ctbench.io.read_model_sidecar`), every evaluation sidecar and ``best.json`` is JSON, and every evaluation
     is labelled with one of the paper's experiments (a report from ``--experiment singel`` would have no table)."""
-    from ..catalog import EXPERIMENTS
     from ..errors import BadFileError
+    from ..facts import EXPERIMENTS
     from ..io import read_json_file, read_model_sidecar
 
     for m in models:
@@ -47,8 +47,8 @@ def check_sidecars(evaluations: list[str], models: list[str], tuned: list[str] =
 
 def _cmd_report(args) -> int:
     from ..errors import BadFileError
-    from ..report.appendix import write_appendix
-    from ..report.tables import PUBLISHED_DIR, write_extras, write_report
+    from ..report.tables.appendix_tables import write_appendix
+    from ..report.tables.paper_tables import PUBLISHED_DIR, write_extras, write_report
 
     inputs = [*(args.eval or []), *(args.robustness or []), *(args.attribution or []), *(args.grids or []),
               *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
@@ -100,7 +100,7 @@ def _write_all(args, published, write_report, write_extras, write_appendix) -> i
     written.update(write_appendix(args.out, grids=args.grids or [], models=args.models or [],
                                   tuned=args.tuned or []))
     if args.consistency:
-        from ..report.consistency import write_consistency
+        from ..report.tables.consistency_tables import write_consistency
 
         written.update(write_consistency(args.out, args.consistency, published))
     if args.claims:
@@ -121,7 +121,7 @@ def _write_all(args, published, write_report, write_extras, write_appendix) -> i
 
 def _cmd_compare(args) -> int:
     from ..config import ConfigError
-    from ..report.compare import Tolerance, compare_reports
+    from ..report.tables.compare import Tolerance, compare_reports
 
     for folder in (args.committed, args.fresh):
         if not Path(folder).is_dir():
@@ -137,7 +137,7 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_book(args) -> int:
-    from ..report.book import build_book, committed_results
+    from ..report.book.build import build_book, committed_results
 
     report = args.report
     if report is None:
@@ -153,7 +153,7 @@ def _cmd_appendix(args) -> int:
 
     from ..errors import BadFileError
     from ..io import atomic_write_json
-    from ..report.appendix import write_appendix
+    from ..report.tables.appendix_tables import write_appendix
 
     inputs = [*(args.grids or []), *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
     missing = [f for f in inputs if not Path(f).is_file()]

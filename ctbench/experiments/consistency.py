@@ -114,7 +114,7 @@ def resolve_settings(settings: dict[str, Any] | None, part: str = "black2022") -
 def _black2022_datasets(chosen: list[str], datasets: list[str]) -> list[str]:
     """``datasets:`` limits the study too: with the paper's datasets (any of the catalog's) it runs on its own
     ``consistency.datasets``; with a user's datasets alone, only on those of them it lists."""
-    from ..catalog import DATASETS
+    from ..facts import DATASETS
 
     if any(d in DATASETS for d in datasets):
         return list(chosen)
