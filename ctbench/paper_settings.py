@@ -62,10 +62,10 @@ def model_config(dataset: str, experiment: str, objective: str, seed: int = 0, *
 
 def apply_best(cfg: dict[str, Any], best_json: str) -> dict[str, Any]:
     """Replace τ and λ_reg of a resolved train config with the tuning stage's choice (``best.json``)."""
-    import json
-    from pathlib import Path
 
-    best = json.loads(Path(best_json).read_text())
+    from .io import read_json_file
+
+    best = read_json_file(best_json, "tuning choice (--best)")
     chosen = best.get("best", best)
     unknown = set(chosen) - {"tau", "lambda_reg"}
     if unknown:

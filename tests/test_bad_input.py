@@ -947,3 +947,11 @@ def test_check_config_says_in_one_line_what_snakemake_would_not(argv, needles, f
     rc, err = _run(["check-config", str(ROOT / "workflow/config/smoke.yaml"), "--config", "training={epochs: 2}"],
                    capsys)
     assert rc == 0, err
+
+
+def test_a_best_json_that_is_not_json_names_the_file(tmp_path, capsys):
+    (tmp_path / "best.json").write_text('{"tau": 0.5,')
+    rc, err = _run(["train", "--best", str(tmp_path / "best.json"), "--out", str(tmp_path / "o" / "m.pt")], capsys)
+    assert rc == 2
+    _needles(err, ("best.json", "not valid JSON", "line 1"))
+    _nothing_written(tmp_path / "o")
