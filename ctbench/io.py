@@ -77,9 +77,10 @@ def save_figure(fig: Any, path: str | Path, dpi: int = 150) -> list[Path]:
     return out
 
 
-def read_csv_file(path: str | Path, what: str = "CSV file"):
-    """``pd.read_csv`` of a ``.csv`` or ``.csv.gz`` file; a missing, truncated or unparsable file raises
-    :class:`~ctbench.errors.BadFileError` naming the file (never EOFError or a zlib error from deep inside)."""
+def read_csv_file(path: str | Path, what: str = "CSV file", **read_csv_args):
+    """``pd.read_csv`` of a ``.csv`` or ``.csv.gz`` file (``read_csv_args`` passed on); a missing, truncated or
+    unparsable file raises :class:`~ctbench.errors.BadFileError` naming the file (never EOFError or a zlib
+    error from deep inside)."""
     import zlib
 
     import pandas as pd
@@ -90,7 +91,7 @@ def read_csv_file(path: str | Path, what: str = "CSV file"):
     if not p.is_file():
         raise BadFileError(f"{what} {p} does not exist" if not p.exists() else f"{what} {p} is not a file")
     try:
-        return pd.read_csv(p)
+        return pd.read_csv(p, **read_csv_args)
     except (EOFError, OSError, zlib.error, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         detail = str(err).splitlines()[0] if str(err) else "no detail"
         raise BadFileError(f"{what} {p} ({p.stat().st_size} bytes) cannot be read ({type(err).__name__}: {detail}): "

@@ -18,6 +18,7 @@ import pandas as pd
 from ..catalog import AVERAGE, OBJECTIVE_LABELS, PAPER_LABELS, PAPER_ORDER
 from ..errors import BadFileError
 from ..evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
+from ..evaluation.files import read_evaluations
 from ..io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
 from .markdown import frame_to_markdown
 from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, pool_seeds
@@ -214,7 +215,8 @@ def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), rob
     """
     out = Path(out)
     pub = Path(published_dir) if published_dir else None
-    evals = read_frames(evaluations, "evaluation file", ("experiment", "dataset", "model"))
+    # only the columns the tables use, one string object per distinct text value (issue 21: the report's memory)
+    evals = read_evaluations(evaluations)
     robust = read_frames(robustness, "robustness file", ("dataset", "model"))
     attrib = read_frames(attribution, "attribution file", ("dataset", "model"))
     written: dict[str, Any] = {}
