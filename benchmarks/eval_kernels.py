@@ -61,7 +61,7 @@ def cases():
                partial(ref._ip_star_per_group_copy, xcf, gid, t, X, y, 5.0, seed=2),
                partial(ip_star, xcf, keys, t, X, y, 5.0, seed=2))
     try:
-        from ctbench.evaluation.attribution import integrated_gradients
+        from ctbench.evaluation.integrated_gradients import integrated_gradients
         from ctbench.models import MLP
 
         model = MLP(784, 10, 32, generator=torch.Generator().manual_seed(0))

@@ -4,7 +4,7 @@ The paper run's evaluation files (736 MB, 21.4M per-counterfactual rows from 135
 script writes a synthetic set with the real schema (the 24 columns of ``ctbench evaluate``, their dtypes) and the
 paper profile's row counts (``workflow/config/paper.yaml``: 3 experiments × 9 datasets × 5 seeds, 2 models per
 file, 5 λ × 100 runs × n_individuals per family: 250 synthetic, 100 tabular, 25 vision), scaled by ``--scale``,
-then runs ``ctbench.report.tables.write_report`` on it in a child process per reader and records the child's peak
+then runs ``ctbench.report.tables.paper_tables.write_report`` on it in a child process per reader and records its peak
 resident memory (``ru_maxrss``) and CPU seconds (user + system):
 
 * ``old``: every column of every file through ``pd.read_csv``, text as Python string objects (the reader before
@@ -40,7 +40,7 @@ def plan(scale: float) -> list[dict]:
     """One entry per evaluation file of the paper profile: experiment, dataset, family, seed, models, rows."""
     import yaml
 
-    from ctbench.catalog import DATASETS, EXPERIMENTS
+    from ctbench.facts import DATASETS, EXPERIMENTS
 
     root = Path(__file__).resolve().parents[1]
     cfg = yaml.safe_load((root / "workflow" / "config" / "paper.yaml").read_text())
@@ -104,7 +104,7 @@ def generate(work: Path, scale: float, formats: list[str], seed: int = 0) -> dic
 
 def child(files: list[str], reader: str, out: str, n_boot: int) -> None:
     """Runs in its own process: the report's evaluation tables from ``files``; prints peak RSS and CPU time."""
-    import ctbench.report.tables as T
+    import ctbench.report.tables.paper_tables as T
 
     if reader == "old":  # as before: all columns, and pandas' str columns as Python objects (no pyarrow installed)
         pd.set_option("mode.string_storage", "python")

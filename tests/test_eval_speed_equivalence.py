@@ -98,7 +98,7 @@ def test_ip_star_indexing_each_pool_once_equals_per_group_copies_bit_for_bit():
 def _ig_autograd(model, X, target, baseline, steps=50, rule="trapezoid"):
     """The general autograd path of ``integrated_gradients`` (what the closed form replaces for one-hidden-layer
     ReLU MLPs): wrapping the model in a module of another type hides its structure from the closed form."""
-    from ctbench.evaluation.attribution import integrated_gradients
+    from ctbench.evaluation.integrated_gradients import integrated_gradients
 
     class Opaque(torch.nn.Module):
         def __init__(self, m):
@@ -116,7 +116,7 @@ def _ig_autograd(model, X, target, baseline, steps=50, rule="trapezoid"):
 def test_ig_closed_form_matches_autograd(d, k, h, steps, rule):
     """Closed-form IG of Linear → ReLU → Linear equals the autograd path up to float round-off (rel. ≤ 1e-5 of the
     largest attribution; masks of pre-activations within round-off of 0 may flip), and completeness holds."""
-    from ctbench.evaluation.attribution import _one_hidden_relu, integrated_gradients
+    from ctbench.evaluation.integrated_gradients import _one_hidden_relu, integrated_gradients
     from ctbench.models import MLP
 
     torch.manual_seed(d)
@@ -136,7 +136,7 @@ def test_ig_closed_form_matches_autograd(d, k, h, steps, rule):
 
 
 def test_ig_other_models_take_the_autograd_path():
-    from ctbench.evaluation.attribution import _one_hidden_relu
+    from ctbench.evaluation.integrated_gradients import _one_hidden_relu
     from ctbench.models import MLP, LinearModel
 
     assert _one_hidden_relu(MLP(5, 2, [8, 4])) is None

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..catalog import AVERAGE, OBJECTIVE_LABELS, PAPER_LABELS, PAPER_ORDER
-from ..errors import BadFileError
-from ..evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
-from ..evaluation.files import read_evaluations
-from ..io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
-from .markdown import frame_to_markdown
+from ...errors import BadFileError
+from ...evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
+from ...evaluation.files import read_evaluations
+from ...facts import AVERAGE, OBJECTIVE_LABELS, PAPER_LABELS, PAPER_ORDER
+from ...io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
+from ..markdown import frame_to_markdown
 from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, pool_seeds
 from .table1 import table1 as table1_cells
 
@@ -56,7 +56,7 @@ def _sort(df: pd.DataFrame) -> pd.DataFrame:
 
 def table1(evals: pd.DataFrame) -> pd.DataFrame:
     """Table 1: % reduction CT vs BL of IP and IP* (``single``) and cost (``mutability``), with the paper's ± and
-    star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.table1`)."""
+    star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.tables.table1`)."""
     return table1_cells(_label(evals))
 
 
@@ -187,7 +187,7 @@ def with_published(ours: pd.DataFrame, published_csv: Path, keys: list[str], val
 
 def robustness_figure(robust: pd.DataFrame, path: Path) -> list[Path]:
     """One panel per dataset, one colour per objective (CT, CD, AR, BL), FGSM solid and PGD dashed, mean over seeds."""
-    from .robustness_figures import plot_robustness
+    from ..figures.robustness_figures import plot_robustness
 
     df = _label(robust)
     df["objective"] = df["objective"].map(OBJECTIVE_LABELS).fillna(df["objective"])
@@ -328,7 +328,7 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
     written: dict[str, Any] = {}
     models = list(models)
     if models:
-        from .claims import training_times
+        from ..claims import training_times
 
         tt = training_times([Path(f"{m}.json") for m in models])
         tt["experiment"] = [Path(m).parent.parent.name for m in models]
@@ -340,9 +340,9 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
         _write_table(pd.DataFrame(rows), out, "tuning", written)
     grids = list(grids)
     if grids:
-        from .grid_figures import write_grid_figures
+        from ..figures.grid_figures import write_grid_figures
+        from ..figures.tuning_figures import split_tuning
         from .grid_tables import grid_effects
-        from .tuning_figures import split_tuning
 
         _write_table(grid_effects(grids), out, "grid_effects", written)
         searches = split_tuning(grids)[0]  # the tuning grids get the paper's own figures (write_appendix)
