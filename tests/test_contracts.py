@@ -290,6 +290,7 @@ def test_switch_changes_some_output(name):
     base = resolve_fidelity("reference")
     flipped = replace(base, **{name: _flipped(name, getattr(base, name))})
     a, b = PROBES[name](base), PROBES[name](flipped)
-    a, b = (torch.tensor(np.array(v, dtype=float)) for v in (a, b))
+    a, b = (v.detach().double() if isinstance(v, torch.Tensor) else torch.tensor(np.array(v, dtype=float))
+            for v in (a, b))
     assert a.shape != b.shape or not torch.equal(a.nan_to_num(-7.0), b.nan_to_num(-7.0)), \
         f"flipping {name} changed nothing on its case"
