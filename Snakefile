@@ -3,14 +3,14 @@
 #   snakemake --cores 2 --configfile workflow/config/quick.yaml  synthetic data, minutes
 #   snakemake --cores 2 --configfile workflow/config/smoke.yaml  every stage on tiny sizes (CI)
 # Rules are thin: each calls one `ctbench` command; what to build and how is decided in ctbench.workflow. Every output
-# path is a template of ctbench.catalog.PATHS (W.pattern / W.path), and a rule that reads another's files names them
+# path is a template of ctbench.facts.PATHS (W.pattern / W.path), and a rule that reads another's files names them
 # as rules.X.output, so the DAG can be read from the rules.
 import os
 import sys
 
 from snakemake.utils import min_version
 
-from ctbench.catalog import EXPERIMENTS, GRIDS, OBJECTIVE_LABELS, TUNING_GRIDS
+from ctbench.facts import EXPERIMENTS, GRID_NAMES, OBJECTIVE_LABELS, TUNING_GRIDS
 from ctbench.workflow import Workflow
 from ctbench.workflow_check import snakemake_config
 
@@ -42,7 +42,7 @@ wildcard_constraints:
     objective="|".join(OBJECTIVE_LABELS),
     seed=r"\d+",
     dataset=r"[a-z0-9_]+",
-    grid="|".join([*GRIDS, *TUNING_GRIDS]),
+    grid="|".join([*GRID_NAMES, *TUNING_GRIDS]),
     key=r"bl[a-z0-9_]*",
     chunk=r"\d+",
     switch=r"[a-z_]+",

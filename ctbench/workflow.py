@@ -11,9 +11,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from . import catalog
-from .catalog import EXPERIMENTS, FAMILY_FACTS, TUNING_GRIDS, model_folder
+from . import facts
 from .data.registry import family
+from .facts import EXPERIMENTS, FAMILY_FACTS, TUNING_GRIDS, model_folder
 from .paper_settings import model_config
 
 #: final models trained by one job per dataset and group. The ablation's CD and AR models are a job of their own so
@@ -56,14 +56,14 @@ class Workflow:
 
         check_workflow(self, schema_path)
 
-    # -- paths (templates: ctbench.catalog.PATHS) ----------------------------------------------------------------
+    # -- paths (templates: ctbench.facts.PATHS) ----------------------------------------------------------------
     def path(self, kind: str, **fields: Any) -> str:
         """Result file ``kind`` of this run, every field filled."""
-        return catalog.path(kind, self.results, **fields)
+        return facts.path(kind, self.results, **fields)
 
     def pattern(self, kind: str, **fields: Any) -> str:
         """Result file ``kind`` with the fields not given left as Snakemake wildcards (the rules' outputs)."""
-        return catalog.pattern(kind, self.results, **fields)
+        return facts.pattern(kind, self.results, **fields)
 
     def model_path(self, experiment: str, dataset: str, objective: str, seed: int) -> str:
         """Where a final model lives. The vanilla baseline ignores counterfactual and mutability settings, so one
@@ -77,10 +77,10 @@ class Workflow:
         return self.path("evaluation", experiment=experiment, dataset=dataset, seed=seed)
 
     def wildcards(self, kind: str) -> dict[str, list]:
-        """The wildcards of every file of ``kind`` (a template of :data:`ctbench.catalog.PATHS`) this run makes, as
+        """The wildcards of every file of ``kind`` (a template of :data:`ctbench.facts.PATHS`) this run makes, as
         parallel lists: the rules' ``expand(rules.X.output, zip, **W.wildcards(kind))``."""
         records = self._records(kind)
-        return {k: [r[k] for r in records] for k in sorted(catalog.fields(kind) - {"results"})}
+        return {k: [r[k] for r in records] for k in sorted(facts.fields(kind) - {"results"})}
 
     def outputs(self, kind: str) -> list[str]:
         """The files of ``kind`` this run makes, in the order of :meth:`wildcards`."""

@@ -109,12 +109,12 @@ def _dataset_lists(c: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None:
     """All checks of the module docstring for a :class:`ctbench.workflow.Workflow`; raises :class:`ConfigError`."""
-    from .catalog import TUNING_GRIDS
     from .data import available
     from .data.plugins import HOW_TO
     from .data.registry import family
     from .evaluation.protocol import EvalProtocol
     from .experiments.grids import baseline_config, grid_points, grid_protocol, point_config
+    from .facts import TUNING_GRIDS
     from .fidelity import resolve_fidelity
     from .training.preflight import check_data, check_device, check_train_config
 

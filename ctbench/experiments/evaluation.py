@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..catalog import EXPERIMENTS, model_folder
-from ..catalog import path as result_path
+from ..facts import EXPERIMENTS, model_folder
+from ..facts import path as result_path
 from ..io import atomic_write_json, atomic_write_text, provenance
 from ..training.pipeline import TrainedModel, load_model
 
