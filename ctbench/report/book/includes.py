@@ -155,6 +155,9 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
     pages["discrepancy_switches"] = render_switch_findings(src, PUBLISHED_DIR) if src is not None else ""
     # variants live beside the original report folder (../variants/), not beside the copy in _generated/
     pages["discrepancy_variants"] = render_variant_findings(report) if report is not None else ""
+    # the two-box rerun of Min-ℓ1/ℓ2 lives beside the original report folder too (../consistency_boxes/)
+    from .consistency_pages import render_boxes
+    pages["consistency_boxes"] = render_boxes(report)
     out = {}
     for name, text in pages.items():
         p = gen / f"{name}.md"
