@@ -64,10 +64,18 @@ class StepRule:
         return p >= self.tau
 
     def finished(self, passed: torch.Tensor, t: int) -> torch.Tensor:
-        """Rows that stop at step t: passed (threshold convergence) or t ≥ T."""
+        """Rows that stop at step t: passed (threshold convergence) or t ≥ T. With scalar settings no tensor op is
+        spent (it runs every step; ``passed`` itself may be returned)."""
+        if isinstance(self.threshold, bool) and not isinstance(self.max_iter, torch.Tensor):
+            if t >= self.max_iter:
+                return torch.ones_like(passed)
+            return passed if self.threshold else torch.zeros_like(passed)
         return (passed & self.threshold) | (t >= self.max_iter)
 
     def mature(self, passed: torch.Tensor) -> torch.Tensor:
+        """Finished rows that count as mature: those that passed, or all of them where the rule is lenient."""
+        if isinstance(self.lenient, bool):
+            return torch.ones_like(passed) if self.lenient else passed
         return passed | self.lenient
 
     # -- 2. ball -------------------------------------------------------------------------------------------------
