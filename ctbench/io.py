@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -23,10 +25,26 @@ def _current_umask() -> int:
 
 
 _UMASK = _current_umask()
+#: the open :func:`recording_writes` sets (innermost last): every file written by :func:`_atomic_write` is added
+_RECORDERS: list[set[Path]] = []
+
+
+@contextlib.contextmanager
+def recording_writes():
+    """Collect the resolved path of every file written through this module's writers inside the ``with`` block:
+    ``ctbench report`` uses it to know which files of its folder it made in this run."""
+    paths: set[Path] = set()
+    _RECORDERS.append(paths)
+    try:
+        yield paths
+    finally:
+        _RECORDERS.remove(paths)
 
 
 def _atomic_write(path: str | Path, write) -> Path:
     path = Path(path)
+    for paths in _RECORDERS:
+        paths.add(path.resolve())
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -106,17 +124,28 @@ def _jsonable(o: Any):
 
 
 @lru_cache(maxsize=1)
-def git_commit() -> str | None:
-    """The commit of the ctbench checkout (``+dirty`` if it has uncommitted changes), or None outside git."""
-    root = Path(__file__).resolve().parent.parent
+def git_commit(root: str | Path | None = None) -> str | None:
+    """The commit of the ctbench checkout (or of the git work tree ``root``), or None outside git. Uncommitted changes
+    to tracked files are marked with a digest of the diff, ``<sha>+dirty.<8 hex>``, so two different uncommitted
+    states are two code versions (cached per process: the code of a running process does not change)."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parent.parent
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                              timeout=5, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                                capture_output=True, text=True, timeout=5).stdout.strip()
-        return rev + ("+dirty" if dirty else "")
+        if not dirty:
+            return rev
+        diff = subprocess.run(["git", "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff"], cwd=root,
+                              capture_output=True, timeout=30, check=True).stdout
+        return f"{rev}+dirty.{hashlib.sha256(diff).hexdigest()[:8]}"
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+def is_dirty(version: str | None) -> bool:
+    """Whether a code version of :func:`git_commit` carries uncommitted changes (older results wrote ``+dirty``)."""
+    return "+dirty" in str(version or "")
 
 
 def machine() -> dict[str, Any]:

@@ -23,6 +23,7 @@ from .meta_pages import (
     render_fidelity_switches,
     render_index,
     render_provenance,
+    render_result_set,
     render_verdicts,
 )
 from .table_pages import (
@@ -137,6 +138,7 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
         "prop31_findings": render_prop31_findings(src),
         "prop31_settings": render_prop31_settings(src),
         "provenance": render_provenance(src),
+        "result_set": render_result_set(src),
         "benchmarks": render_benchmarks(src),
         "report_index": render_index(src),
         "fidelity_switches": render_fidelity_switches(),

@@ -9,7 +9,9 @@ from typing import Any
 
 import pandas as pd
 
+from ...io import is_dirty
 from ..markdown import frame_to_markdown
+from ..run_set import UNRECORDED
 from .md import _isnan, _note, _num, _read_csv, _sort, _table, _text
 
 
@@ -84,6 +86,53 @@ def _provenance(report: Path | None) -> tuple[dict[str, Any], dict[str, Any], li
             if key in meta and not isinstance(meta[key], dict | list):
                 versions.setdefault(key, meta[key])
     return versions, fidelity, sources
+
+
+def result_set_versions(report: Path | None) -> dict[str, Any] | None:
+    """The code versions of a report's inputs from its ``provenance.json``: ``code_versions`` (version → number of
+    input files), ``mixed`` and ``dirty`` (files made with uncommitted changes); None when it records none. A report
+    written before ``mixed`` was recorded is judged from its ``input_code_versions``."""
+    path = report / "provenance.json" if report is not None else None
+    if path is None or not path.exists():
+        return None
+    try:
+        prov = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    per_kind = prov.get("input_code_versions") if isinstance(prov, dict) else None
+    if not isinstance(per_kind, dict):
+        return None
+    total: dict[str, int] = {}
+    for kv in per_kind.values():
+        for v, n in (kv or {}).items():
+            total[v] = total.get(v, 0) + int(n)
+    recorded = [v for v in total if v != UNRECORDED]
+    if not recorded:
+        return None
+    return {"code_versions": dict(sorted(total.items(), key=lambda kv: -kv[1])), "per_kind": per_kind,
+            "mixed": bool(prov.get("mixed", len(recorded) > 1)),
+            "dirty": sum(n for v, n in total.items() if is_dirty(v)), "report_commit": prov.get("git_commit")}
+
+
+def render_result_set(report: Path | None) -> str:
+    """The book's first page: which code made the numbers it shows, and a warning when they come from several."""
+    info = result_set_versions(report)
+    if info is None:
+        return ("The report folder records no code versions of its inputs (`provenance.json`): the commit that made "
+                "these numbers is not known.\n")
+    versions = info["code_versions"]
+    short = {v: f"`{v[:7]}`" + (" (uncommitted changes)" if is_dirty(v) else "") for v in versions}
+    if not info["mixed"]:
+        v = next(v for v in versions if v != UNRECORDED)
+        n = sum(versions.values())
+        return f"Every number in this book was made by one code version, {short[v]} ({n} input files).\n"
+    kinds = ", ".join(f"{k} {len(kv)}" for k, kv in info["per_kind"].items() if kv)
+    rows = [[short[v], str(n)] for v, n in versions.items()]
+    return ("```{warning}\n"
+            f"**Mixed result set.** The inputs of these numbers were made by {len(versions)} code versions "
+            f"(versions per input kind: {kinds}), {info['dirty']} input files with uncommitted changes: they are not "
+            "the output of one commit, and a fresh run at one commit may differ.\n```\n\n"
+            + _table(["code version", "input files"], rows))
 
 
 def render_provenance(report: Path | None) -> str:

@@ -300,31 +300,19 @@ def performance_table(sidecars: list[dict[str, Any]]) -> pd.DataFrame:
     return _sort(out.reset_index())
 
 
-def _input_commits(eval_sidecars: list[dict[str, Any]], models: list[str | Path]) -> dict[str, dict[str, int]]:
-    """``{"evaluations": {commit: n}, "models": {commit: n}}`` from the sidecars' provenance records."""
-    import json
-    from collections import Counter
-
-    def commit(side: dict[str, Any]) -> str:
-        return str((side.get("provenance") or {}).get("git_commit") or side.get("git_commit") or "unknown")
-
-    model_sides = [json.loads(Path(f"{m}.json").read_text()) for m in models if Path(f"{m}.json").exists()]
-    return {"evaluations": dict(Counter(commit(s) for s in eval_sidecars)),
-            "models": dict(Counter(commit(s) for s in model_sides))}
-
-
 def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), models: Iterable[str | Path] = (),
                  tuned: Iterable[str | Path] = (), grids: Iterable[str | Path] = (),
-                 profile: str = "", config: dict[str, Any] | None = None) -> dict[str, Any]:
+                 profile: str = "", config: dict[str, Any] | None = None,
+                 versions: dict[str, Any] | None = None) -> dict[str, Any]:
     """Training times, tuning choices, grid figures and ``provenance.json`` for the book: versions, machine, the
     resolved workflow config (``config``), the fidelity switches, and the code versions that produced the inputs
-    (git commits recorded by the evaluation and model sidecars, with counts: a result set made over several sessions
-    says so)."""
+    (``versions``: :func:`ctbench.report.run_set.check_versions` of every input; by default from the evaluation and
+    model sidecars), with counts and ``mixed``: a result set made over several code versions says so."""
     import json
 
     out = Path(out)
     written: dict[str, Any] = {}
-    models = list(models)
+    evaluations, models = list(evaluations), list(models)
     if models:
         from ..claims import training_times
 
@@ -349,8 +337,11 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
     _write_table(performance_table(sidecars), out, "performance", written)
     _write_table(performance_by_seed(sidecars), out, "performance_seeds", written)
     fid = sidecars[0]["fidelity"] if sidecars else None
+    if versions is None:
+        from ..run_set import code_versions, summary
+
+        versions = summary(code_versions({"evaluations": evaluations, "models": models}))
     atomic_write_json(out / "provenance.json", {
-        "profile": profile, "fidelity": fid, **provenance(), "machine": machine(), "config": config,
-        "input_code_versions": _input_commits(sidecars, models)})
+        "profile": profile, "fidelity": fid, **provenance(), "machine": machine(), "config": config, **versions})
     written["provenance"] = "provenance.json"
     return written

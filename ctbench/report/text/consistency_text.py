@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ...io import is_dirty
+
 
 def _note(file: str, what: str) -> str:
     return (f"```{{note}}\nNot yet run in this profile: `{file}` is not in the report folder ({what}). "
@@ -85,7 +87,7 @@ def _commit(report: Path | None) -> str:
     c = str(json.loads(p.read_text()).get("git_commit") or "")
     if not c:
         return ""
-    return f"report written with code of `{c[:7]}`{' with uncommitted changes' if c.endswith('+dirty') else ''}"
+    return f"report written with code of `{c[:7]}`{' with uncommitted changes' if is_dirty(c) else ''}"
 
 
 # ------------------------------------------------------------------------------------------------- Table 1
