@@ -182,7 +182,7 @@ def test_a_publishing_report_refuses_uncommitted_inputs(outputs, tmp_path, capsy
     assert "uncommitted changes" in err and dirty in err and str(a) in err and not rep.exists()
     assert main(args) == 0                                                    # one version: not mixed
     prov = json.loads((rep / "provenance.json").read_text())
-    assert prov["mixed"] is False and prov["dirty_inputs"] == 2
+    assert prov["mixed"] is False and prov["dirty_inputs"] == 2 and prov["code_versions"] == {dirty: 2}
     from ctbench.report.book.meta_pages import render_result_set
     assert "one code version, `ccccccc` (uncommitted changes)" in render_result_set(rep)
 

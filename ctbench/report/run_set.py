@@ -94,7 +94,10 @@ def code_versions(inputs: dict[str, list[str | Path]]) -> dict[str, dict[str, li
 def summary(versions: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
     """For ``provenance.json``: per kind the number of files per version, the versions over all inputs with their
     counts, and ``mixed`` (more than one recorded version)."""
-    total = Counter({v: len(fs) for kind in versions.values() for v, fs in kind.items()})
+    total: Counter[str] = Counter()
+    for kind in versions.values():
+        for v, files in kind.items():
+            total[v] += len(files)
     recorded = sorted(v for v in total if v != UNRECORDED)
     return {"input_code_versions": {k: {v: len(fs) for v, fs in sorted(kv.items())} for k, kv in versions.items()},
             "code_versions": dict(sorted(total.items())), "mixed": len(recorded) > 1,
