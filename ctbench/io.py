@@ -72,6 +72,21 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n")
 
 
+def write_frame(df: Any, out: str | Path, meta: dict[str, Any]) -> Path:
+    """A result table and its sidecar, the one writer of both: ``out`` as CSV (gzip level 1 with mtime 0 when it ends
+    in ``.gz``, so the same frame gives the same bytes) and ``<out>.json`` with ``meta``, each atomically."""
+    import gzip
+
+    out = Path(out)
+    text = df.to_csv(index=False)
+    if out.suffix == ".gz":
+        atomic_write_bytes(out, gzip.compress(text.encode(), compresslevel=1, mtime=0))
+    else:
+        atomic_write_text(out, text)
+    atomic_write_json(out.with_name(out.name + ".json"), meta)
+    return out
+
+
 def atomic_torch_save(obj: Any, path: str | Path) -> Path:
     return _atomic_write(path, lambda fh: torch.save(obj, fh))
 
