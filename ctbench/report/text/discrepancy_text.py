@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...experiments.fidelity_switches import SWITCHES
 from ...facts import PAPER_LABELS, VERSION_LABELS
 from ..common import read_report_csv
 from ..tables.table1 import AGREE, PRIMARY, agreement, published_versions
@@ -36,10 +37,6 @@ ACC_LOSS = 0.02
 #: CT validity this far below the published one is called out
 VALIDITY_GAP = 0.05
 LABELS = PAPER_LABELS
-#: the metrics each switch is about (the effect table has all of them)
-SWITCH_METRICS = {"mmd_length_scale": ("IP*",), "ip_star_per_run": ("IP*",), "adversarial_label": ("IP", "IP*"),
-                  "synthetic_mutability_zero_reg_adv": ("Cost",), "redraw_per_lambda": ("IP", "IP*", "Cost"),
-                  "ce_step_size": ("IP", "IP*"), "domain_n_sigma": ("IP", "IP*"), "adult_substring_groups": ("IP",)}
 
 
 def _star(sig) -> str:
@@ -206,7 +203,7 @@ def render_switch_findings(report: str | Path, published_dir: str | Path | None 
     july = _july(published_dir)
     lines = []
     for switch, g in eff.groupby("switch", sort=False):
-        metrics = SWITCH_METRICS.get(switch, ("IP", "IP*", "Cost"))
+        metrics = SWITCHES[switch].metrics if switch in SWITCHES else ("IP", "IP*", "Cost")
         rows = g[g["metric"].isin(metrics) & g["reference"].notna()]
         if not len(rows):
             continue
