@@ -25,7 +25,7 @@ def _current_umask() -> int:
 
 
 _UMASK = _current_umask()
-#: the open :func:`recording_writes` sets (innermost last): every file written by :func:`_atomic_write` is added
+#: the open :func:`recording_writes` sets (innermost last): every file written by :func:`atomic_write` is added
 _RECORDERS: list[set[Path]] = []
 
 
@@ -41,7 +41,8 @@ def recording_writes():
         _RECORDERS.remove(paths)
 
 
-def _atomic_write(path: str | Path, write) -> Path:
+def atomic_write(path: str | Path, write) -> Path:
+    """Write ``path`` through ``write(binary file)`` into a temporary file beside it, then rename it into place."""
     path = Path(path)
     for paths in _RECORDERS:
         paths.add(path.resolve())
@@ -61,7 +62,7 @@ def _atomic_write(path: str | Path, write) -> Path:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    return _atomic_write(path, lambda fh: fh.write(data))
+    return atomic_write(path, lambda fh: fh.write(data))
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
@@ -69,7 +70,7 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n")
+    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=jsonable) + "\n")
 
 
 def write_frame(df: Any, out: str | Path, meta: dict[str, Any]) -> Path:
@@ -88,7 +89,7 @@ def write_frame(df: Any, out: str | Path, meta: dict[str, Any]) -> Path:
 
 
 def atomic_torch_save(obj: Any, path: str | Path) -> Path:
-    return _atomic_write(path, lambda fh: torch.save(obj, fh))
+    return atomic_write(path, lambda fh: torch.save(obj, fh))
 
 
 def save_figure(fig: Any, path: str | Path, dpi: int = 150) -> list[Path]:
@@ -130,7 +131,8 @@ def read_csv_file(path: str | Path, what: str = "CSV file"):
                            "it is truncated, empty or not a CSV file. Run the step that writes it again.") from None
 
 
-def _jsonable(o: Any):
+def jsonable(o: Any):
+    """``json.dumps(default=...)`` for arrays, tensors and paths."""
     if hasattr(o, "tolist"):
         return o.tolist()
     if isinstance(o, Path):

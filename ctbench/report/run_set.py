@@ -56,7 +56,7 @@ def sweep(out: str | Path, written: set[Path], stages: list[str] | None) -> tupl
     for p in sorted(q for q in out.rglob("*") if q.is_file()):
         rel = p.relative_to(out).as_posix()
         if any(part.startswith(".") for part in Path(rel).parts):
-            continue  # a writer's temporary file (io._atomic_write), or a stage's hidden bookkeeping: not a result
+            continue  # a writer's temporary file (io.atomic_write), or a stage's hidden bookkeeping: not a result
         stage = stage_of(rel)
         if p.resolve() in written or (stage is not None and (stages is None or stage in stages)):
             kept.append(rel)
