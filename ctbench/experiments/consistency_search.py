@@ -47,7 +47,7 @@ class SearchContext:
     seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     #: box of Min-ℓ1/ℓ2 (fidelity switch ``elastic_net_box``): ``feature`` or ``art`` (stock ART's [0, 1] clamp)
-    elastic_net_box: str = "feature"
+    elastic_net_box: str = "art"
 
     def base_generator(self, name: str):
         if name == "ecco":

@@ -3,7 +3,7 @@ per-counterfactual frames (the chapter's section: :func:`ctbench.report.book.con
 
 The boxes (fidelity switch ``elastic_net_box``, :mod:`ctbench.generators.elastic_net`): ``art`` is stock ART's
 ([0, 1] in every shrinkage step, then one scalar ``clip_values`` range), which the authors ran; ``feature`` clamps to
-each feature's own domain (ctbench's default so far). The summary is committed as
+each feature's own domain (the ``paper`` preset; ``art`` is the ``reference`` default). The summary is committed as
 ``paper/results/consistency_boxes/summary.csv``; the chapter reads it beside the report folder.
 """
 
