@@ -160,3 +160,25 @@ def test_one_seed_and_undefined_values_print_no_nan(report):
     _edit(report, "consistency_r2", lambda t: t.assign(r2_log_lipschitz=float("nan")))
     text = _text(report)
     assert "nan" not in text.lower() and "significantly more often than BL's in 0 of 10" in text
+
+
+def test_the_two_box_section_is_rendered_from_its_file(tmp_path):
+    """issue 27.3: Min-ℓ1/ℓ2 under both elastic-net boxes, read from ``../consistency_boxes/summary.csv`` beside the
+    report folder; a changed value changes the text, a missing file gives a note."""
+    from ctbench.report.book.consistency_pages import render_boxes
+    from ctbench.report.tables.consistency_boxes import COLUMNS
+
+    report = tmp_path / "report"
+    report.mkdir()
+    assert "Not yet run" in render_boxes(report)
+    (tmp_path / "consistency_boxes").mkdir()
+    rows = [[box, "Min L2", "German Credit", 200, v, float("nan"), 0.4, 0.36, 0.5, 0.56, 1.0, c, 4.49]
+            for box, v, c in (("art", 0.8, 1.98), ("feature", 0.85, 0.94))]
+    path = tmp_path / "consistency_boxes" / "summary.csv"
+    pd.DataFrame(rows, columns=COLUMNS).to_csv(path, index=False)
+    text = render_boxes(report)
+    assert "| Min L2 | German Credit | `art` | 0.80 (–) | 0.40 (0.36) | 0.50 (0.56) | 1.00 | 1.98 (4.49) |" in text
+    assert "`feature` | 0.85 (–)" in text
+    pd.DataFrame([rows[0], [*rows[1][:4], 0.61, *rows[1][5:]]], columns=COLUMNS).to_csv(path, index=False)
+    changed = render_boxes(report)
+    assert changed != text and "`feature` | 0.61 (–)" in changed

@@ -33,7 +33,21 @@ def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
-def test_macro_f1_by_scikit_learn_equals_the_hand_written_formula():
+def _macro_f1_by_scikit_learn(y_true, y_pred, n_classes=None) -> float:
+    """scikit-learn's macro F1 on the same class list: the library call the written-out formula replaced (its
+    import cost ≈ 2 CPU-s per job, issue 21)."""
+    from sklearn.metrics import f1_score
+
+    y_true, y_pred = np.asarray(y_true).reshape(-1), np.asarray(y_pred).reshape(-1)
+    classes = np.union1d(y_true, y_pred)
+    if n_classes is not None:
+        classes = classes[(classes >= 0) & (classes < n_classes)] if len(classes) else classes
+    if len(classes) == 0:
+        return float("nan")
+    return float(f1_score(y_true, y_pred, labels=classes, average="macro", zero_division=np.nan))
+
+
+def test_macro_f1_equals_scikit_learn_and_the_hand_written_formula():
     rng = np.random.default_rng(0)
     cases = 0
     for i in range(600):
@@ -45,6 +59,8 @@ def test_macro_f1_by_scikit_learn_equals_the_hand_written_formula():
         n_classes = None if i % 3 else k
         new, old = _macro_f1_from_labels(y, pred, n_classes), _macro_f1_by_hand(y, pred, n_classes)
         assert _same(new, old), (i, new, old)
+        sk = _macro_f1_by_scikit_learn(y, pred, n_classes)
+        assert _same(new, sk), (i, new, sk)
         cases += 0 < old < 1
     assert cases > 500  # most cases are neither perfect nor all wrong
     # edge cases: classes present only in the predictions score 0; nothing in range gives NaN
@@ -52,6 +68,18 @@ def test_macro_f1_by_scikit_learn_equals_the_hand_written_formula():
     assert _macro_f1_from_labels([0, 0, 1], [0, 1, 1], n_classes=2) == pytest.approx(2 / 3)  # 2·1/(2+0+1) twice
     assert math.isnan(_macro_f1_from_labels([5, 6], [5, 6], n_classes=2))
     assert math.isnan(_macro_f1_from_labels([], []))
+
+
+def test_no_job_imports_sklearn_metrics_for_f1():
+    """F1 in the evaluation and grid jobs must not pull ``sklearn.metrics`` (≈ 2 CPU-s per job, issue 21)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch; from ctbench.evaluation.robustness import macro_f1; "
+            "m = torch.nn.Linear(3, 2); macro_f1(m, torch.randn(20, 3), torch.randint(0, 2, (20,)), 2); "
+            "print('sklearn.metrics' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
 
 
 def _stats_by_hand(values) -> dict:

@@ -30,6 +30,10 @@ __all__ = [
 
 #: default memory budget of one chunk of a distance matrix (bytes)
 CHUNK_BYTES = 64 * 2**20
+#: IP gathers each counterfactual's drawn reference rows when the class pool has at least this many times K rows
+GATHER_FACTOR = 3
+#: size of IP's buffer of gathered rows (bytes; small enough to stay in cache)
+GATHER_BYTES = 2 * 2**20
 
 
 def _tensor(a: Any, device: torch.device | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -101,8 +105,13 @@ def implausibility(x_cf: Any, target: Any, X_ref: Any, y_ref: Any, k: int = 1000
     size of the *whole* reference set (the harness's behaviour, so K = 900 for a 900-row test set); return
     ``(1/K) Σ_k ‖x'_i − x⁺_k‖₁``. Rows whose target has no reference row get NaN.
 
-    Vectorised per target class: the L1 distance matrix between the class's counterfactuals and its reference rows
-    (``torch.cdist(p=1)``, computed in row chunks of at most ``chunk_bytes``) is gathered at the drawn indices.
+    Vectorised per target class. Where the class pool is large against K (≥ ``3·K`` rows, e.g. a tabular test
+    split's 4,912 rows against K = 1,000), each counterfactual's K drawn rows are gathered (``index_select`` into a
+    reused buffer of ≈ 2 MB that stays in cache) and ``torch.cdist(p=1)`` is taken batch-wise (row i against its
+    own K rows): K/N_class of the distances (measured 2.2× at D = 108, issue 21). Otherwise (MNIST: ≈ 1,000 rows
+    per class against K = 1,000) the L1 distance matrix to the whole pool is gathered at the drawn indices, in row
+    chunks of at most ``chunk_bytes``. Both give the same numbers bit for bit (the same ``cdist`` kernel, a sequential
+    sum over the features, on the same pairs; tested).
     Indices are drawn on the CPU with ``generator`` (a ``torch.Generator``, an int seed, or None = global RNG),
     class by class in increasing label order, rows in input order. Returns float64 (n,).
     """
@@ -122,15 +131,23 @@ def implausibility(x_cf: Any, target: Any, X_ref: Any, y_ref: Any, k: int = 1000
         pool = Xr[yr == c]
         if pool.shape[0] == 0:
             continue
-        # bytes of one row of a chunk: its distance row, its K draws and gathered values, its input row
-        # (cdist(p=1) does not materialise the n×m×d differences)
-        per_row = 8 * (pool.shape[0] + 2 * K + d)
-        step = max(1, int(chunk_bytes // per_row))
+        gathered = pool.shape[0] >= GATHER_FACTOR * K
+        if gathered:
+            step = max(1, GATHER_BYTES // (8 * K * d))
+            buf = torch.empty((min(step, rows.numel()) * K, d), dtype=torch.float64, device=dev)
+        else:
+            # bytes of one row of a chunk: its distance row, its K draws and gathered values, its input row
+            # (cdist(p=1) does not materialise the n×m×d differences)
+            step = max(1, int(chunk_bytes // (8 * (pool.shape[0] + 2 * K + d))))
         for s in range(0, rows.numel(), step):  # chunks bound memory; each chunk is one vectorised op
             r = rows[s:s + step]
             # the chunk's draws, in row order (the CPU stream does not depend on the chunking; tested)
             idx = torch.randint(pool.shape[0], (r.numel(), K), generator=gen).to(dev)
-            out[r] = torch.cdist(xc[r], pool, p=1.0).gather(1, idx).mean(dim=1)
+            if gathered:
+                drawn = torch.index_select(pool, 0, idx.reshape(-1), out=buf[:r.numel() * K])
+                out[r] = torch.cdist(xc[r].unsqueeze(1), drawn.view(r.numel(), K, d), p=1.0).squeeze(1).mean(dim=1)
+            else:
+                out[r] = torch.cdist(xc[r], pool, p=1.0).gather(1, idx).mean(dim=1)
     return out
 
 
@@ -195,21 +212,30 @@ def ip_star(x_cf: Any, group_keys: Any, target: Any, X_ref: Any, y_ref: Any, len
     xc = _rows(x_cf)
     dev = xc.device
     t = _labels(target, dev)
-    Xr = _rows(X_ref, dev)
+    Xr = _rows(X_ref, dev, dtype=None)
     yr = _labels(y_ref, dev)
     gid = _tensor(_group_ids(group_keys, t.cpu().numpy()), dev)
     if gid.numel() != xc.shape[0]:
         raise ValueError(f"group_keys has {gid.numel()} rows, x_cf has {xc.shape[0]}")
     gen = _generator(seed)
     raw = torch.full((xc.shape[0],), math.nan, dtype=torch.float64, device=dev)
-    for g in torch.unique(gid).tolist():
-        rows = torch.nonzero(gid == g).flatten()
-        pool = Xr[yr == t[rows[0]]]
+    # each class's reference rows indexed once; a group gathers only its ≤ n_sub subsampled rows (in float64), not
+    # a float64 copy of the whole class pool per group (issue 21: ≈ 21% of an evaluation job). Same rows, same order.
+    members = {}
+    order = torch.argsort(gid, stable=True)
+    counts = torch.bincount(gid)
+    starts = torch.cumsum(counts, 0) - counts
+    for g in torch.nonzero(counts).flatten().tolist():
+        rows = order[starts[g]:starts[g] + counts[g]]
+        c = int(t[rows[0]])
+        if c not in members:
+            members[c] = torch.nonzero(yr == c).flatten()
+        pool_idx = members[c]
         if rows.numel() > n_sub:
             rows_s = rows[torch.randperm(rows.numel(), generator=gen)[:n_sub].to(dev)]
         else:
             rows_s = rows
-        if pool.shape[0] > n_sub:
-            pool = pool[torch.randperm(pool.shape[0], generator=gen)[:n_sub].to(dev)]
-        raw[rows] = mmd2_unbiased(xc[rows_s], pool, length_scale)
+        if pool_idx.numel() > n_sub:
+            pool_idx = pool_idx[torch.randperm(pool_idx.numel(), generator=gen)[:n_sub].to(dev)]
+        raw[rows] = mmd2_unbiased(xc[rows_s], Xr[pool_idx].to(torch.float64), length_scale)
     return raw.clamp(min=0.0), raw

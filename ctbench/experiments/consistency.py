@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..io import atomic_write_json, atomic_write_text, provenance
+from ..generators.elastic_net import BOXES
+from ..io import provenance, write_frame
 from .consistency_search import FRAME_COLUMNS, METHODS, SearchContext, check_methods, evaluate, search_methods
 from .invalidation import retraining_members, retraining_plan
 
@@ -69,6 +70,8 @@ DEFAULTS: dict[str, Any] = {
     "methods": TABLE1_METHODS, "n_models": 100, "n_factuals": None, "epochs": None, "sources": ["rs", "loo"],
     "sns": {"fidelity": "paper", "radius": None, "radius_factor": 0.8},
     "lipschitz": {"samples": 16, "radius_factor": 0.05}, "vae_epochs": 100, "data_params": {},
+    # Min-ℓ1/ℓ2's box (fidelity switch ``elastic_net_box``); null: the study's fidelity default
+    "elastic_net_box": None,
 }
 
 
@@ -108,6 +111,8 @@ def resolve_settings(settings: dict[str, Any] | None, part: str = "black2022") -
             raise ValueError(f"consistency.{key}: {v!r} must be a number > 0 (allowed range: (0, inf))")
     if s["sns"]["fidelity"] not in ("reference", "paper"):
         raise ValueError(f"consistency.sns.fidelity: {s['sns']['fidelity']!r}; allowed: reference, paper")
+    if s["elastic_net_box"] not in (None, *BOXES):
+        raise ValueError(f"consistency.elastic_net_box: {s['elastic_net_box']!r}; allowed: null, {', '.join(BOXES)}")
     return s
 
 
@@ -127,7 +132,7 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     if not block.get("enabled", False):
         return []
     out = []
-    common = {k: block[k] for k in ("sns", "lipschitz", "vae_epochs") if k in block}
+    common = {k: block[k] for k in ("sns", "lipschitz", "vae_epochs", "elastic_net_box") if k in block}
     for d in _black2022_datasets(block.get("datasets") or [], list(config.get("datasets") or [])):
         settings = {**common, **{k: block[k] for k in ("methods", "n_models", "n_factuals", "epochs") if k in block}}
         settings["data_params"] = (config.get("data_params") or {}).get(d, {})
@@ -274,6 +279,7 @@ def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
     eps = float(eps or median_norm(X))
     sns_radius = float(s["sns"]["radius"] or s["sns"]["radius_factor"] * eps)
     arch = ARCHITECTURES.get(dataset, DEFAULT_ARCHITECTURE)
+    box = s["elastic_net_box"] or fid.elastic_net_box
     vae = None
     if any(m.startswith("latent_random") for m in s["methods"]):
         t = time.process_time()
@@ -288,7 +294,7 @@ def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
         done += len(ms)
         base, retrained, failed = _split(res, ms)
         ctx = SearchContext(eps, sns_radius, s["sns"]["fidelity"], arch.l1_step, arch.l2_step, arch.latent_radius,
-                            X, vae, ecco.get(label), seed)
+                            X, vae, ecco.get(label), seed, elastic_net_box=box)
         target = _targets(base, x, data.n_classes, seed)
         found, search_cpu = search_methods(base, x, target, cons, list(s["methods"]), ctx)
         t = time.process_time()
@@ -305,6 +311,7 @@ def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
             "acc_loo": _accuracy(retrained["loo"], x_test, data.y_test)}
     cpu["total"] = time.process_time() - t0
     meta.update(models=models_meta, pgd_max_eps=eps, sns_radius=sns_radius, n_factuals=int(len(rows)),
+                elastic_net_box=box,
                 cpu_seconds=cpu, provenance=provenance())
     return _with_meta(pd.concat(frames, ignore_index=True), meta)
 
@@ -315,18 +322,9 @@ def _with_meta(df: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
 
 
 def write(df: pd.DataFrame, out: str | Path) -> Path:
-    """``out`` (CSV, ``.csv.gz`` compressed) and ``out.json`` (``df.attrs["meta"]``), each atomically."""
-    out = Path(out)
-    text = df.to_csv(index=False)
-    if out.suffix == ".gz":
-        import gzip
-
-        from ..io import atomic_write_bytes
-        atomic_write_bytes(out, gzip.compress(text.encode(), mtime=0))
-    else:
-        atomic_write_text(out, text)
-    atomic_write_json(out.with_name(out.name + ".json"), df.attrs["meta"])
-    return out
+    """``out`` (CSV, ``.csv.gz`` compressed) and ``out.json`` (``df.attrs["meta"]``), each atomically
+    (:func:`ctbench.io.write_frame`)."""
+    return write_frame(df, out, df.attrs["meta"])
 
 
 __all__ = ["ARCHITECTURES", "DEFAULTS", "PARTS", "TABLE1_METHODS", "Architecture", "jobs",

@@ -46,13 +46,17 @@ class SearchContext:
     ecco: Any = None            # (generator, convergence) of a CT-paper model, for "ecco"
     seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: box of Min-ℓ1/ℓ2 (fidelity switch ``elastic_net_box``): ``feature`` or ``art`` (stock ART's [0, 1] clamp)
+    elastic_net_box: str = "art"
 
     def base_generator(self, name: str):
         if name == "ecco":
             if self.ecco is None:
                 raise ValueError("consistency method 'ecco' needs a CT-paper model (the `ct` part of the study)")
             return self.ecco
-        kw: dict[str, Any] = {"min_l1": {"learning_rate": self.l1_step}, "min_l2": {"learning_rate": self.l2_step},
+        box = self.elastic_net_box
+        kw: dict[str, Any] = {"min_l1": {"learning_rate": self.l1_step, "box": box},
+                              "min_l2": {"learning_rate": self.l2_step, "box": box},
                               "min_eps_pgd": {"max_epsilon": self.pgd_max_eps, "seed": self.seed},
                               "latent_random": {"radius": self.latent_radius},
                               "prototype": {"X_train": self.X_train}}[name]

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..facts import EXPERIMENTS, model_folder
 from ..facts import path as result_path
-from ..io import atomic_write_json, atomic_write_text, provenance
+from ..io import provenance
 from ..training.pipeline import TrainedModel, load_model
 
 
@@ -50,19 +50,11 @@ def load_models(specs: list[str]) -> tuple[dict[str, TrainedModel], Any]:
 
 
 def write(df: pd.DataFrame, out: str | Path) -> Path:
-    """``out`` (CSV; ``.csv.gz`` compressed) and its ``.json`` sidecar (``df.attrs["meta"]``), each atomically."""
-    out = Path(out)
-    compression = "gzip" if out.suffix == ".gz" else None
-    if compression:
-        import gzip
+    """``out`` (CSV, ``.csv.gz`` or Parquet by its suffix) and its ``.json`` sidecar (``df.attrs["meta"]``), each
+    atomically: :func:`ctbench.evaluation.files.write_frame`."""
+    from ..evaluation.files import write_frame
 
-        from ..io import atomic_write_bytes
-
-        atomic_write_bytes(out, gzip.compress(df.to_csv(index=False).encode(), compresslevel=1, mtime=0))
-    else:
-        atomic_write_text(out, df.to_csv(index=False))
-    atomic_write_json(out.with_name(out.name + ".json"), df.attrs["meta"])
-    return out
+    return write_frame(df, out)
 
 
 def _model_meta(models: dict[str, TrainedModel]) -> dict[str, Any]:

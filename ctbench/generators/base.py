@@ -2,7 +2,10 @@
 
 A whole batch of factuals and targets is one tensor program. Rows that reach the decision threshold are retired
 and the search continues on the remaining rows only, so a row's path never depends on the other rows of the batch:
-the loss is a *sum* over rows, and a row's gradient is that of its own term. Each step:
+the loss is a *sum* over rows, and a row's gradient is that of its own term. The step itself (when a row stops, its
+nascent example, the L1 cost, the update, the domain) is :mod:`.step`'s, shared with the closed-form MLP search
+(:mod:`.mlp_search`) and the population search (:mod:`.population`); this module adds the batching by dropping
+finished rows and the gradient by autograd:
 
 1. g = ∇ₛ [CE(f(decode(s)), y⁺) + penalties]          (one autograd call for the batch)
 2. Δ = −η·g, NaN → 0, mutability mask on Δ              (feature-space search only)
@@ -29,6 +32,7 @@ from torch import nn
 from ..constraints import Constraints
 from .mlp_grad import mlp_layers
 from .result import CounterfactualResult
+from .step import StepRule, move, to_domain
 
 
 def check_batch(x, target, constraints: Constraints | None):
@@ -141,7 +145,7 @@ class GradientGenerator:
 
         Subclasses that override it (e.g. normalised steps for SNS) take the general path of the loop.
         """
-        return grad.mul_(-self.step_size)
+        return grad.mul_(-self.step_size)  # StepRule.descent
 
     # -- the search ----------------------------------------------------------------------------------------------
     def search(self, model: nn.Module, x: torch.Tensor, target: torch.Tensor,
@@ -171,9 +175,8 @@ class GradientGenerator:
         return mlp_layers(model)
 
     def _search(self, model, x, target, cons, conv, rng, fused):
-        B, T = x.shape[0], int(conv.max_iter)
-        threshold = conv.kind == "threshold"
-        eps = self.nascent_epsilon
+        B = x.shape[0]
+        rule = StepRule.of(self, conv)
         codes = cons.codes(x.device)
         lo, hi = cons.row_bounds(x, codes)
         per_row_bounds = lo is not None and lo.ndim == 2
@@ -208,15 +211,13 @@ class GradientGenerator:
             # reused below for the closed-form L1 gradient.
             diff = xcf.detach() - x0
             if t > 0:
-                dist = diff.abs().amax(1)
-                inside = (dist <= eps) if self.nascent_inclusive else (dist < eps)
-                rows_in = inside.nonzero().squeeze(1)
+                rows_in = rule.in_ball(diff).nonzero().squeeze(1)
                 if rows_in.numel():
                     nascent[rows_in] = xcf.detach()[rows_in]
-            passed = p >= conv.tau
-            if t == 0 and threshold:
+            passed = rule.passed(p)
+            if t == 0 and rule.threshold:
                 initially_valid[idx] = passed
-            finish = (passed if threshold else torch.zeros_like(passed)) | (t >= T)
+            finish = rule.finished(passed, t)
             keep = None
             if bool(finish.any()):
                 rows = idx[finish]
@@ -224,8 +225,7 @@ class GradientGenerator:
                 out_nascent[rows] = nascent[finish]
                 out_steps[rows] = t
                 out_prob[rows] = p[finish]
-                lenient = not threshold or self.maturity != "threshold"
-                out_mature[rows] = True if lenient else passed[finish]
+                out_mature[rows] = rule.mature(passed)[finish]
                 keep = ~finish
                 if not bool(keep.any()):
                     break
@@ -234,7 +234,7 @@ class GradientGenerator:
                 state = state.detach().requires_grad_(True)
                 cur = self.decode(state)
                 logits = model(cur)
-            loss = F.cross_entropy(logits, y, reduction="none") + self.penalty(cur, logits, x0, y, t, T)
+            loss = F.cross_entropy(logits, y, reduction="none") + self.penalty(cur, logits, x0, y, t, rule.max_iter)
             if keep is not None:
                 loss = loss[keep]
             (grad,) = torch.autograd.grad(loss.sum(), state)
@@ -244,19 +244,15 @@ class GradientGenerator:
                     v[keep] for v in (state, grad, x0, y, idx, nascent, diff))
                 if per_row_bounds:
                     lo, hi = lo[keep], hi[keep]
-            if self.lambda_cost != 0.0 and not self.latent:
+            if rule.lam != 0.0 and not self.latent:
                 # closed-form gradient of λ_cst‖x' − x‖₁ (sign(0) = 0, as Zygote's gradient of |·| at 0)
-                grad = grad.add_(diff.sign_(), alpha=self.lambda_cost)
+                grad = rule.add_cost(grad, diff.sign_())
             finite = bool(torch.isfinite(loss).all())  # a finite loss has a finite gradient; else NaN → 0
             if plain_descent and finite:
-                state = torch.add(state, grad, alpha=-self.step_size)  # Δ = −η·g fused into the update
+                state = rule.fused_move(state, grad)  # Δ = −η·g fused into the update
             else:
-                delta = self.direction(grad)
-                if not finite:
-                    delta = torch.nan_to_num(delta, nan=0.0, posinf=float("inf"), neginf=float("-inf"))
-                if not self.latent:
-                    delta = cons.mask_update(delta, codes)
-                state = state + delta
+                delta = rule.finite_delta(self.direction(grad), finite)
+                state = state + delta if self.latent else move(state, delta, cons, codes)
             xcf = self.postprocess(self.decode(state), x0, cons, codes, lo, hi)
             state = self.encode(xcf, rng) if self.latent else xcf
             t += 1
@@ -266,7 +262,4 @@ class GradientGenerator:
 
     def postprocess(self, xcf: torch.Tensor, x0: torch.Tensor, cons: Constraints, codes, lo, hi) -> torch.Tensor:
         """Snap categorical groups and clamp to the domain (feature-space search; masks already keep mutability)."""
-        xcf = cons.snap(xcf)
-        if lo is not None:
-            xcf = torch.clamp(xcf, lo, hi)
-        return xcf
+        return to_domain(xcf, cons, lo, hi)

@@ -7,16 +7,24 @@ softmax probabilities. Per row and per binary-search round, with the constant c 
     minimise  c·max(max_{j≠t} p_j(x') − p_t(x') + κ, 0) + ‖x' − x‖₂² + β‖x' − x‖₁       (targeted form)
 
 by FISTA: g = ∇ of the first two terms at the slack point y; x_{k+1} = S_β(y − η_k·g) where S_β is ART's
-shrinkage (changes smaller than β snap back to x, the rest shrink by β, then the box clamp); y = x_{k+1} +
+shrinkage (changes smaller than β snap back to x, the rest shrink by β, then a clamp); y = x_{k+1} +
 k/(k+3)·(x_{k+1} − x_k); η_k = η·(1 − k/K)^0.5. Of all iterates with argmax f = t, the one with the smallest L1
 (or squared L2, or β·L1 + L2²) distance is the answer; a row that never flips keeps x. After each round c is
 halved towards the last success or multiplied by 10 (ART's binary search, per row).
 
 ART zeroes the *whole* gradient, distance term included, where the hinge is inactive
-(``art_zero_gradient=True``, the authors' setting); ``False`` keeps 2(x' − x) there, as in Chen et al. The box is
-ctbench's per-feature domain (ART: one scalar range); mutability is a projection after every step, so immutable
-features stay bit-identical. Rows run together; every quantity (c, bounds, best point) is per row, so a row's answer
-does not depend on the batch.
+(``art_zero_gradient=True``, the authors' setting); ``False`` keeps 2(x' − x) there, as in Chen et al.
+
+The box (``box``, the fidelity switch ``elastic_net_box``): ART's ``_shrinkage_threshold`` clamps every shrunk
+coordinate to [0, 1] (``np.minimum(z − β, 1.0)``, ``np.maximum(z + β, 0.0)``; coordinates that snap back to x are
+not clamped) whatever the classifier's ``clip_values`` say, and ``generate`` clips the final answers to
+``clip_values`` only at the end (ART 1.20.1, as in earlier versions). ``box="art"`` does exactly that, with
+``clip_values`` one scalar range, the smallest and largest bound of the domain (the authors' classifier: the
+data's overall min and max); validity is that of the clipped answer. ``box="feature"`` clamps to each feature's own
+domain in every step instead (no [0, 1]); on min-max scaled data the two agree, on z-scored data (German Credit,
+Seizure) they do not. Mutability (not in ART) is a projection after every step, so immutable features stay
+bit-identical. Rows run together; every quantity (c, bounds, best point) is per row, so a row's answer does not
+depend on the batch. ``tests/test_peer.py`` runs ART's ``ElasticNet`` beside it under both boxes.
 """
 
 from __future__ import annotations
@@ -31,11 +39,13 @@ from ._batch import bounds_containing, check_batch, make_result, predict
 from .base import CounterfactualResult, frozen_parameters
 
 DECISION_RULES = ("L1", "L2", "EN")
+BOXES = ("feature", "art")  # the values of the fidelity switch ``elastic_net_box``
 _C_MAX = 1e9  # ART: while the upper bound is above this, an unsuccessful round multiplies c by 10
 
 
 def shrinkage(z: torch.Tensor, x0: torch.Tensor, beta: float, lo, hi) -> torch.Tensor:
-    """ART's ``_shrinkage_threshold``: x0 where |z − x0| ≤ β, else z ∓ β, clamped to the box."""
+    """ART's ``_shrinkage_threshold``: x0 where |z − x0| ≤ β, else z ∓ β clamped to the box (ART: ``lo`` = 0,
+    ``hi`` = 1; the coordinates that snap back to x0 are not clamped)."""
     d = z - x0
     up = z - beta if lo is None else torch.minimum(z - beta, hi)
     down = z + beta if lo is None else torch.maximum(z + beta, lo)
@@ -49,7 +59,7 @@ class ElasticNetGenerator:
 
     def __init__(self, decision_rule: str = "L2", beta: float | None = None, confidence: float = 0.5,
                  learning_rate: float = 0.01, max_iter: int = 100, binary_search_steps: int = 9,
-                 initial_const: float = 1e-3, art_zero_gradient: bool = True):
+                 initial_const: float = 1e-3, art_zero_gradient: bool = True, box: str = "feature"):
         if decision_rule not in DECISION_RULES:
             raise ValueError(f"elastic_net.decision_rule: {decision_rule!r} is not one of {DECISION_RULES}")
         beta = (1.0 if decision_rule == "L1" else 0.0) if beta is None else float(beta)
@@ -61,6 +71,8 @@ class ElasticNetGenerator:
         for key, value in (("learning_rate", learning_rate), ("initial_const", initial_const)):
             if not value > 0:
                 raise ValueError(f"elastic_net.{key}: {value} must be > 0")
+        if box not in BOXES:
+            raise ValueError(f"elastic_net.box: {box!r} is not one of {BOXES}")
         self.decision_rule = decision_rule
         self.beta = beta
         self.confidence = float(confidence)
@@ -69,12 +81,13 @@ class ElasticNetGenerator:
         self.binary_search_steps = int(binary_search_steps)
         self.initial_const = float(initial_const)
         self.art_zero_gradient = bool(art_zero_gradient)
+        self.box = box
 
     def params(self) -> dict[str, Any]:
         return {"type": self.name, "decision_rule": self.decision_rule, "beta": self.beta,
                 "confidence": self.confidence, "learning_rate": self.learning_rate, "max_iter": self.max_iter,
                 "binary_search_steps": self.binary_search_steps, "initial_const": self.initial_const,
-                "art_zero_gradient": self.art_zero_gradient}
+                "art_zero_gradient": self.art_zero_gradient, "box": self.box}
 
     def search(self, model: nn.Module, x: torch.Tensor, target: torch.Tensor, constraints: Constraints | None = None,
                convergence=None, generator: torch.Generator | None = None) -> CounterfactualResult:
@@ -110,6 +123,11 @@ class ElasticNetGenerator:
         codes = cons.codes(x0.device)
         lo, hi = bounds_containing(cons, x0, codes)
         dt, dev = x0.dtype, x0.device
+        clip = None
+        if self.box == "art":  # [0, 1] in every shrinkage step; ``clip_values`` (one scalar range) at the end
+            if lo is not None:
+                clip = (lo.amin(), hi.amax())
+            lo, hi = torch.zeros((), dtype=dt, device=dev), torch.ones((), dtype=dt, device=dev)
         c = torch.full((B,), self.initial_const, dtype=dt, device=dev)
         c_lo = torch.zeros(B, dtype=dt, device=dev)
         c_hi = torch.full((B,), 1e10, dtype=dt, device=dev)
@@ -137,6 +155,8 @@ class ElasticNetGenerator:
             c_lo = torch.where(found, c_lo, torch.maximum(c_lo, c))
             mid = (c_lo + c_hi) / 2
             c = torch.where(c_hi < _C_MAX, mid, torch.where(found, c, c * 10))
+        if clip is not None:
+            best = cons.project(best.clamp(*clip), x0, codes)
         return best, best_step
 
 

@@ -1,5 +1,8 @@
 """The feature-space search of :mod:`.base` for plain MLP/linear models, without autograd (same results).
 
+The per-row rules (stop, nascent ball, L1 cost, update, domain) are :class:`.step.StepRule`'s; this module is a
+batching strategy and a gradient.
+
 Why: at search sizes the step is bound by passes over the (batch × D) state and autograd overhead, not by FLOPs.
 Here the gradient comes from :mod:`.mlp_grad` (two matrix products per layer), the update
 x' ← x' − η·(∇ + λ·sign(x' − x)) is one ``addmm`` and one ``add`` into reused buffers, and:
@@ -22,6 +25,7 @@ import torch.nn.functional as F
 
 from .mlp_grad import Layers, first_layer_grad, forward
 from .result import CounterfactualResult
+from .step import StepRule, move
 
 _CACHE_BYTES = 64 << 20  # a CPU workspace up to this size is kept for the next call
 _cache: dict = {}
@@ -81,10 +85,9 @@ def _autograd_grad(gen, model, cur, x0, y, t, T):
 
 def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, work: list[torch.Tensor]):
     x, target = res.factual, res.target
-    B, T = x.shape[0], int(conv.max_iter)
-    threshold = conv.kind == "threshold"
-    lenient = not threshold or gen.maturity != "threshold"
-    eps, eta, lam = gen.nascent_epsilon, gen.step_size, gen.lambda_cost
+    rule = StepRule.of(gen, conv)
+    B, T, threshold = x.shape[0], rule.max_iter, rule.threshold
+    eta, lam = rule.eta, rule.lam
     codes = cons.codes(x.device)
     lo, hi = cons.row_bounds(x, codes)
     per_row_bounds = lo is not None and lo.ndim == 2
@@ -116,20 +119,19 @@ def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, wor
             torch.sub(cur, x0, out=diff)
             # max |x' − x| as max(max, −min): two reads instead of an abs pass; then diff becomes sign(x' − x) in
             # place (one buffer fewer in cache) and the update accumulates into it
-            dist = torch.maximum(diff.amax(1), diff.amin(1).neg_())
+            now_in = rule.in_ball(diff)
             if lam != 0.0:
                 sgn = diff.sign_()
-            now_in = (dist <= eps) if gen.nascent_inclusive else (dist < eps)
             left = inside > now_in if dead is None else (inside > now_in) > dead  # frozen rows keep their outputs
             if bool(left.any()):
                 left = left.nonzero()[:, 0]
                 out_nascent[idx[left]] = prev[left]
             inside = now_in
         if threshold:
-            passed = p >= conv.tau
+            passed = rule.passed(p)
             if t == 0:
                 initially_valid[idx] = passed
-            finish = passed if t < T else torch.ones_like(passed)
+            finish = rule.finished(passed, t)
         else:
             finish = None if t < T else torch.ones_like(inside)
         if finish is not None and dead is not None:
@@ -141,7 +143,7 @@ def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, wor
             out_nascent[idx[fin_in]] = cur[fin_in]
             out_steps[rows] = t
             out_prob[rows] = p[finish]
-            out_mature[rows] = True if lenient else passed[finish]
+            out_mature[rows] = True if rule.lenient else passed[finish]  # rule.mature(passed), p unset if lenient
             dead = finish if dead is None else dead | finish
             n_dead = int(dead.sum())
             if n_dead == dead.shape[0]:
@@ -162,8 +164,8 @@ def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, wor
                         and b.shape == cur.shape), None)
             nxt = torch.empty_like(cur) if nxt is None else nxt
             h1 = first_layer_grad(dz, layers, acts)
-            if l1:  # x' − η·(∇ + λ·sign), rounded in the order of the autograd path
-                torch.add(cur, sgn.addmm_(h1, w1, beta=lam), alpha=-eta, out=nxt)
+            if l1:  # x' − η·(∇ + λ·sign), rounded in the order of the autograd path (rule.add_cost, fused_move)
+                rule.fused_move(cur, sgn.addmm_(h1, w1, beta=lam), out=nxt)
             else:
                 torch.addmm(cur, h1, w1, alpha=-eta, out=nxt)
             if lo is not None:
@@ -172,11 +174,9 @@ def _search_chunk(gen, model, layers, res: CounterfactualResult, cons, conv, wor
             grad = (first_layer_grad(dz, layers, acts) @ w1 if finite
                     else _autograd_grad(gen, model, cur, x0, y[0], t, T))
             if l1:
-                grad = grad.add_(sgn, alpha=lam)
-            delta = gen.direction(grad)
-            if not finite:
-                delta = torch.nan_to_num(delta, nan=0.0, posinf=float("inf"), neginf=float("-inf"))
-            nxt = gen.postprocess(cur + cons.mask_update(delta, codes), x0, cons, codes, lo, hi)
+                grad = rule.add_cost(grad, sgn)
+            delta = rule.finite_delta(gen.direction(grad), finite)
+            nxt = gen.postprocess(move(cur, delta, cons, codes), x0, cons, codes, lo, hi)
         if dead is not None:
             nxt[dead] = cur[dead]
         prev, cur = cur, nxt

@@ -1,10 +1,10 @@
 """The counterfactual search for a population of stacked models: every member searches its own factuals at once.
 
 Factuals come as (G, n, D): row (g, i) is searched against member g's weights with member g's settings (step size,
-τ, T, L1 cost, ECCo energy strength and φ(t) schedule, nascent ε as per-member tensors). The rules are those of
-:meth:`GradientGenerator._search` row by row, so member g's result equals a single-model search with g's weights
-and generator: finished rows are frozen by a mask (and the layout compacted once most rows of every member have
-finished) instead of being dropped one by one, and a row's step never depends on the other rows or members.
+τ, T, L1 cost, ECCo energy strength and φ(t) schedule, nascent ε as per-member tensors). The per-row rules are
+:mod:`.step`'s, shared with :meth:`GradientGenerator._search`, so member g's result equals a single-model search with
+g's weights and generator: finished rows are frozen by a mask (and the layout compacted once most rows of every member
+have finished) instead of being dropped one by one, and a row's step never depends on the other rows or members.
 Generators whose hooks are the base class's can be batched this way: Generic and ECCo in feature space, and REVISE in
 the latent space of a VAE its members share; REVISE's fresh latent sample per step is drawn from each member's own
 random stream, as many draws in the same order as the single-model search, so its results are the same too.
@@ -24,6 +24,7 @@ from .base import Convergence, GradientGenerator
 from .ecco import ECCoGenerator, energy_multiplier
 from .generic import GenericGenerator
 from .revise import REVISEGenerator
+from .step import StepRule, move, to_domain
 
 #: generators whose search a population can batch: the base class's direction and postprocess hooks, in feature
 #: space (Generic, ECCo) or in a VAE's latent space (REVISE, members sharing one VAE)
@@ -183,9 +184,11 @@ def _search(model, x, target, settings, constraints, valid, compact_below, laten
     lo, hi = cons.row_bounds(x, codes)
     per_row_bounds = lo is not None and lo.ndim == 3
     s = settings
-    step, lam_cost = s.step[:, None, None], s.lambda_cost[:, None, None]
-    tau, T, thr = s.tau[:, None], s.max_iter[:, None], s.threshold[:, None]
-    lam_egy, e_reg, eps = s.lambda_energy[:, None], s.energy_reg[:, None], s.epsilon[:, None]
+    # the per-row rules of .step with one value per member: (G, 1, 1) on points, (G, 1) on rows
+    rule = StepRule(eta=s.step[:, None, None], lam=s.lambda_cost[:, None, None], eps=s.epsilon[:, None],
+                    inclusive=s.inclusive, tau=s.tau[:, None], max_iter=s.max_iter[:, None],
+                    threshold=s.threshold[:, None], lenient=s.lenient[:, None])
+    lam_egy, e_reg = s.lambda_energy[:, None], s.energy_reg[:, None]
     any_energy = bool((s.phi != 0).any()) and bool((s.lambda_energy != 0).any())
     any_cost = bool((s.lambda_cost != 0).any())
 
@@ -219,14 +222,13 @@ def _search(model, x, target, settings, constraints, valid, compact_below, laten
         M = xcf.shape[1]
         diff = torch.sub(xcf, x0, out=ws_diff[:G * M * D].view(G, M, D))
         if t > 0:  # the nascent example: the last path point inside the L∞ ε-ball
-            dist = torch.maximum(diff.amax(-1), diff.amin(-1).neg_())
-            inside = (dist <= eps) if s.inclusive else (dist < eps)
+            inside = rule.in_ball(diff)
             nascent = torch.where((inside & active)[..., None], xcf, nascent, out=nascent)
-        passed = p >= tau
+        passed = rule.passed(p)
         if t == 0:
-            init = active & passed & thr
+            init = active & passed & rule.threshold
             out_init.view(-1)[dst.reshape(-1)[init.reshape(-1)]] = True
-        finish = active & ((passed & thr) | (t >= T))
+        finish = active & rule.finished(passed, t)
         if bool(finish.any()):
             pos = finish.reshape(-1).nonzero().squeeze(1)
             d_f = dst.reshape(-1).index_select(0, pos)
@@ -234,7 +236,7 @@ def _search(model, x, target, settings, constraints, valid, compact_below, laten
             out_nascent.view(-1, D).index_copy_(0, d_f, nascent.reshape(-1, D).index_select(0, pos))
             out_steps.view(-1).index_fill_(0, d_f, t)
             out_prob.view(-1).index_copy_(0, d_f, p.reshape(-1).index_select(0, pos))
-            out_mature.view(-1).index_copy_(0, d_f, (s.lenient[:, None] | passed).reshape(-1).index_select(0, pos))
+            out_mature.view(-1).index_copy_(0, d_f, rule.mature(passed).reshape(-1).index_select(0, pos))
             active = active & ~finish
             if not bool(active.any()):
                 break
@@ -255,7 +257,7 @@ def _search(model, x, target, settings, constraints, valid, compact_below, laten
                                 work=work_bwd)
         if latent is not None:
             if any_cost:  # REVISE's L1 cost is a penalty on the decoded point: its gradient goes through the decoder
-                grad = grad + lam_cost * (cur - x0).sign()
+                grad = grad + rule.lam * (cur - x0).sign()
             grad = latent.grad(dec_hidden, grad)
         m_new = int(active.sum(1).max())
         if m_new < compact_below * active.shape[1]:  # drop finished rows from the layout
@@ -269,17 +271,14 @@ def _search(model, x, target, settings, constraints, valid, compact_below, laten
                 lo, hi = _gather_rows(lo, perm), _gather_rows(hi, perm)
         # in-place from here: xcf, grad and diff are this step's own tensors (outputs were copied out above)
         if any_cost and latent is None:
-            grad = grad.addcmul_(lam_cost, diff.sign_())
-        delta = torch.nan_to_num_(grad.mul_(-step), nan=0.0, posinf=float("inf"), neginf=float("-inf"))
+            grad = rule.add_cost(grad, diff.sign_())
+        delta = rule.finite_delta(rule.descent(grad), None, inplace=True)
         if latent is None:
-            xcf = xcf.add_(cons.mask_update(delta, codes))
+            xcf = move(xcf, delta, cons, codes, inplace=True)
         else:
             z = z + delta
             xcf = latent.decode(z)[0]
-        if cons.categorical_groups:
-            xcf = cons.snap(xcf.reshape(-1, D)).view(xcf.shape)
-        if lo is not None:
-            xcf = xcf.clamp_(lo, hi)
+        xcf = to_domain(xcf, cons, lo, hi, inplace=True)
         if latent is not None:
             if latent.enforce_mutability:
                 xcf = cons.project(xcf, x0, codes)

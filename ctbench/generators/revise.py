@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from .base import GradientGenerator
+from .step import to_domain
 from .vae import VAE
 
 
@@ -42,9 +43,7 @@ class REVISEGenerator(GradientGenerator):
         return self.vae.decode(s)
 
     def postprocess(self, xcf, x0, cons, codes, lo, hi):
-        xcf = cons.snap(xcf)
-        if lo is not None:
-            xcf = torch.clamp(xcf, lo, hi)
+        xcf = to_domain(xcf, cons, lo, hi)
         if self.enforce_mutability:
             xcf = cons.project(xcf, x0, codes)
         return xcf

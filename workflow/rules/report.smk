@@ -44,6 +44,11 @@ rule report:
         profile=config["profile"],
         config_json=lambda w: shlex.quote(json.dumps(config, sort_keys=True, default=str)),
         benchmarks=W.path("benchmarks"),
+        # the other stages of this run that write into the report folder (the files of any other stage are set aside)
+        stages=" ".join(s for s, on in (("figure1", W.figure_outputs()), ("mnist_figures", W.mnist_figures()),
+                                        ("prop31", W.prop31_outputs()), ("fidelity_study", W.fidelity_outputs()))
+                        if on),
+        publish="--publish" if config.get("report", {}).get("publish", False) else "",
         out=W.path("report"),
     benchmark:
         f"{RES}/benchmarks/report/report.tsv"
@@ -54,7 +59,7 @@ rule report:
     shell:
         "ctbench report --eval {input.evals} --models {input.models} {params.optional} --claims {input.claims} "
         "--benchmarks {params.benchmarks} --profile {params.profile} --config-json {params.config_json} "
-        "--out {params.out} > {log} 2>&1"
+        "--stages {params.stages} {params.publish} --out {params.out} > {log} 2>&1"
 
 
 # What the book (and the report gallery) shows: the report, the figures with models of their own, the fidelity study.

@@ -1,0 +1,53 @@
+"""Evaluation files in Parquet and the report's narrow reader (issue 21, lever 3) give the frames of ``pd.read_csv``."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ctbench.errors import BadFileError
+from ctbench.evaluation.files import REPORT_COLUMNS, read_evaluation, read_evaluations
+from ctbench.experiments.evaluation import write
+
+
+def _frame(n=500, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "dataset": "lin_sep", "experiment": "single", "seed": 3, "model": np.repeat(["full", "vanilla"], n // 2),
+        "objective": np.repeat(["full", "vanilla"], n // 2), "lambda_energy": np.tile([0.1, 5.0], n // 2),
+        "run": rng.integers(0, 10, n), "individual": np.arange(n), "index": rng.integers(0, 900, n),
+        "factual": rng.integers(0, 2, n), "target": rng.integers(0, 2, n), "valid": rng.random(n) < 0.8,
+        "valid_strict": rng.random(n) < 0.5, "p_target": rng.random(n).astype(np.float32), "mature": rng.random(n) < .5,
+        "steps": rng.integers(1, 51, n), "cost": rng.random(n) * 3, "ip": rng.random(n) / 7, "redundancy": 0.0,
+        "seconds": 0.25, "ip_star_run": rng.random(n), "ip_star_pooled": np.where(rng.random(n) < .1, np.nan, 1 / 3),
+        "ip_star": rng.random(n), "ip_star_raw": -rng.random(n)})
+    df.attrs["meta"] = {"kind": "counterfactual_evaluation"}
+    return df
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz", ".parquet"])
+def test_read_evaluation_equals_read_csv_of_the_csv(tmp_path, suffix):
+    df = _frame()
+    ref_path = write(df, tmp_path / "ref.csv")
+    ref = pd.read_csv(ref_path)
+    p = write(df, tmp_path / f"e{suffix}")
+    assert p.with_name(p.name + ".json").exists()
+    full = read_evaluation(p)
+    pd.testing.assert_frame_equal(full, ref, check_exact=True)
+    narrow = read_evaluations([p, p])
+    assert list(narrow.columns) == [c for c in ref.columns if c in REPORT_COLUMNS]
+    pd.testing.assert_frame_equal(narrow, pd.concat([ref, ref], ignore_index=True)[list(narrow.columns)],
+                                  check_exact=True)
+
+
+def test_read_evaluations_names_bad_files(tmp_path):
+    bad = tmp_path / "x.parquet"
+    bad.write_bytes(b"not parquet")
+    with pytest.raises(BadFileError, match="x.parquet"):
+        read_evaluations([bad])
+    with pytest.raises(BadFileError, match="does not exist"):
+        read_evaluations([tmp_path / "missing.parquet"])
+    other = tmp_path / "o.csv"
+    pd.DataFrame({"a": [1]}).to_csv(other, index=False)
+    with pytest.raises(BadFileError, match="lacks the column"):
+        read_evaluations([other])
+    assert read_evaluations([]).empty
