@@ -174,8 +174,8 @@ def render_boxes(report: Path | None) -> str:
             _f(r["cost_l1"]), f"{_f(r['cost_l2'])} ({_f(r['pub_cost_l2'])})"]) + " |")
     legend = ("Min-ℓ1 and Min-ℓ2 under the two boxes of the elastic-net search (fidelity switch `elastic_net_box`): "
               "`art`, stock ART's [0, 1] clamp in every shrinkage step and one scalar clip range at the end (what "
-              "the authors ran), and `feature`, each feature's own domain (the `paper` preset; `art` is the default, as the authors ran). Success "
-              "rate over the factuals; mean invalidation rate (LOO, RS) and mean cost over the valid "
+              "the authors ran, and the default), and `feature`, each feature's own domain (the `paper` preset). "
+              "Success rate over the factuals; mean invalidation rate (LOO, RS) and mean cost over the valid "
               "counterfactuals; the paper's values in parentheses (\"–\": not published or not in the reference "
               "notes).\n\n")
     return legend + "\n".join(lines) + "\n"
