@@ -109,7 +109,6 @@ def _dataset_lists(c: dict[str, Any]) -> list[tuple[str, list[str]]]:
 
 def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None:
     """All checks of the module docstring for a :class:`ctbench.workflow.Workflow`; raises :class:`ConfigError`."""
-    from .catalog import TUNING_GRIDS
     from .data import available
     from .data.plugins import HOW_TO
     from .data.registry import family
@@ -136,8 +135,7 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
         if family(ds) != "synthetic":
             raise ConfigError(f"grids.datasets: {ds!r} is a {family(ds)} dataset; the appendix grids (Notes 3-7) "
                               "run on synthetic datasets only")
-    grid_only = [d for g in workflow.grid_names() for d in workflow.grid_datasets(g) if d not in workflow.datasets]
-    for ds in dict.fromkeys([*workflow.datasets, *grid_only]):
+    for ds in workflow.datasets:
         if ds not in names:
             raise ConfigError(f"datasets: unknown dataset {ds!r}; known: {sorted(available())}; {HOW_TO}")
         try:
@@ -146,28 +144,30 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
             raise BadFileError(f"datasets: {ds}: {err}") from None
         except ConfigError as err:
             raise ConfigError(f"data_params.{ds}: {err}") from None
-    # every final model's train config: training, training_overrides, fidelity, data_params, device
-    exps, objs, seeds = workflow.final_members()
-    for ds in workflow.datasets:
-        for e, o, s in zip(exps, objs, seeds, strict=True):
-            where = (f"final model {workflow.model_path(e, ds, o, s)} (settings training, training_overrides, "
-                     "fidelity_overrides, data_params)")
-            _checked(where, check_train_config, workflow.train_config(e, ds, o, s), device=False)
-    # the family that `ctbench evaluate` reads from the registry when it builds the protocol (a plugin dataset's own)
-    families = {name: spec.get("family", "tabular") for name, spec in available().items()}
-    for e in workflow.experiments:
-        for ds in workflow.datasets:
-            _checked("evaluation", EvalProtocol.reference, families.get(ds, "tabular"), constrained=e == "mutability",
-                     **workflow.eval_settings(ds))
+    # every final model's train config (training, training_overrides, fidelity, data_params, device), as planned
+    for job in _checked("training", workflow.jobs, "final"):
+        for m in job["members"]:
+            where = (f"final model {m['out']} (settings training, training_overrides, fidelity_overrides, "
+                     "data_params)")
+            _checked(where, check_train_config, m["config"], device=False)
+    # the evaluation protocol of every evaluation job (the family `ctbench evaluate` reads from the registry)
+    seen = set()
+    for job in workflow.jobs("evaluation"):
+        key = (family(job["dataset"]), job["constrained"], repr(sorted(job["settings"].items())))
+        if key not in seen:
+            seen.add(key)
+            _checked("evaluation", EvalProtocol.reference, key[0], constrained=job["constrained"], **job["settings"])
     # grids and tuning: values (types, ranges), every point's train config, the grid evaluation protocol
-    for grid in workflow.grid_names():
-        block = "tune" if grid in TUNING_GRIDS else "grids"
+    by_grid: dict[str, list[dict[str, Any]]] = {}
+    for job in _checked("", workflow.jobs, "grid_chunk"):  # grid_points names the setting of a bad value
+        by_grid.setdefault(job["grid"], []).append(job)
+    for grid, chunk_jobs in by_grid.items():
+        first = chunk_jobs[0]
+        block, overrides, epochs = first["section"], first["grid_overrides"], first["epochs"]
         where = f"{block}.overrides.{grid}"
-        overrides = workflow.grid_overrides(grid)
         points = _checked(where, grid_points, grid, overrides, where)
-        _checked(f"{block}.evaluation", grid_protocol, (c.get(block) or {}).get("evaluation") or {})
-        epochs = (c.get(block) or {}).get("epochs")
-        for ds in workflow.grid_datasets(grid):
+        _checked(f"{block}.evaluation", grid_protocol, first["evaluation"])
+        for ds in dict.fromkeys(j["dataset"] for j in chunk_jobs):
             kw = dict(fidelity_overrides=c.get("fidelity_overrides") or {},
                       data_params=(c.get("data_params") or {}).get(ds, {}), device=c.get("device", "cpu"))
             for p in points:
