@@ -46,12 +46,17 @@ def _parents(module: str) -> list[str]:
 _DOCSTRING_HOLDERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-@cache
 def _info(f: Path, module: str) -> tuple[frozenset[str], str]:
     """(the ``ctbench`` modules that file ``f`` of ``module`` imports anywhere, relative imports resolved; sha256 of
-    its AST without docstrings, so comments, docstrings and layout do not count). Each file is parsed once."""
-    tree = ast.parse(f.read_text(encoding="utf-8"), filename=str(f))
-    package = module if f.name == "__init__.py" else module.rpartition(".")[0]
+    its AST without docstrings, so comments, docstrings and layout do not count)."""
+    return _source_info(f.read_text(encoding="utf-8"), module, f.name == "__init__.py")
+
+
+@cache
+def _source_info(text: str, module: str, is_package: bool) -> tuple[frozenset[str], str]:
+    """:func:`_info` of a source text (each text is parsed once per process)."""
+    tree = ast.parse(text)
+    package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
