@@ -46,7 +46,7 @@ TARGETS = ["res/eval/single/lin_sep_s0.csv.gz", "res/eval/mutability/lin_sep_s0.
 def _snakemake(wd: Path, *args: str) -> str:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "PATH": os.pathsep.join([str(SNAKEMAKE.parent), os.environ.get("PATH", "")]), "OMP_NUM_THREADS": "1"}
-    p = subprocess.run([str(SNAKEMAKE), "--cores", "1", "--configfile", "tiny.yaml", *args], cwd=wd, env=env,
+    p = subprocess.run([str(SNAKEMAKE), *args, "--cores", "1", "--configfile", "tiny.yaml"], cwd=wd, env=env,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
     return p.stdout + p.stderr
@@ -55,8 +55,14 @@ def _snakemake(wd: Path, *args: str) -> str:
 def _dry_run(wd: Path, *config: str) -> dict[str, str]:
     """Rule → the reason Snakemake gives for running it, in a dry run with ``--config`` values ``config``."""
     out = _snakemake(wd, "-n", *TARGETS, *(["--config", *config] if config else []))
-    jobs = re.findall(r"^(?:local)?rule (\w+):\n(.*?)(?:\n\n|\Z)", out, re.M | re.S)
-    return {rule: (re.search(r"reason: (.*)", body) or re.search("", "")).group(0) for rule, body in jobs}
+    reasons, rule = {}, None
+    for line in out.splitlines():
+        if m := re.match(r"^(?:local)?rule (\w+):$", line):
+            rule = m.group(1)
+            reasons.setdefault(rule, "")
+        elif rule and line.strip().startswith("reason:"):
+            reasons[rule] += line.strip()
+    return reasons
 
 
 def _planned(wd: Path, *config: str) -> set[str]:
