@@ -129,7 +129,7 @@ def test_fidelity():
     assert set(jobs[0]["reuse"]) == {"full_s0", "vanilla_s0"}
     from ctbench.experiments.fidelity import COLUMNS, METRICS
 
-    job = {**jobs[0], "epochs": 1, "n_runs": 2, "n_individuals": 5, "lambdas": (1.0,)}
+    job = {**jobs[0], "reuse": {}, "epochs": 1, "n_runs": 2, "n_individuals": 5, "lambdas": (1.0,)}
     df = stage("fidelity").run(job)
     assert list(df.columns) == COLUMNS and list(df["metric"]) == list(METRICS)
 
