@@ -6,14 +6,14 @@
 # stage's jobs(config) in ctbench/experiments/ (looked up by wildcard through ctbench.workflow.Workflow, helpers in
 # workflow/rules/common.smk); each rule's params carry its job's resolved settings and a fingerprint of the code it
 # runs, so a changed setting or library module reruns what it affects. Every output path is a template of
-# ctbench.catalog.PATHS (W.pattern / W.path), and a rule that reads another's files names them as rules.X.output, so
+# ctbench.facts.PATHS (W.pattern / W.path), and a rule that reads another's files names them as rules.X.output, so
 # the DAG (data → grids → tune → train → evaluate → report → book) can be read from the rules.
 import os
 import sys
 
 from snakemake.utils import min_version
 
-from ctbench.catalog import EXPERIMENTS, GRIDS, OBJECTIVE_LABELS, TUNING_GRIDS
+from ctbench.facts import EXPERIMENTS, GRID_NAMES, OBJECTIVE_LABELS, TUNING_GRIDS
 from ctbench.workflow import Workflow
 from ctbench.workflow_check import snakemake_config
 
@@ -45,7 +45,7 @@ wildcard_constraints:
     objective="|".join(OBJECTIVE_LABELS),
     seed=r"\d+",
     dataset=r"[a-z0-9_]+",
-    grid="|".join([*GRIDS, *TUNING_GRIDS]),
+    grid="|".join([*GRID_NAMES, *TUNING_GRIDS]),
     key=r"bl[a-z0-9_]*",
     chunk=r"\d+",
     switch=r"[a-z_]+",

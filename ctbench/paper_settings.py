@@ -1,6 +1,6 @@
 """The paper's experimental settings as data: final hyper-parameters per dataset and the model config of each run.
 
-Source: the appendix table "Final hyperparameters" (per dataset, in :mod:`ctbench.catalog`) and the run records
+Source: the appendix table "Final hyperparameters" (per dataset, in :mod:`ctbench.facts`) and the run records
 (reference §8.3). Everything the workflow trains is built by :func:`model_config`, so a rule never spells out a
 hyper-parameter itself.
 """
@@ -10,8 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .catalog import EXPERIMENTS
-from .catalog import final_hyperparameters as _published
+from .facts import EXPERIMENTS, published_hyperparameters
 
 #: common settings of all final runs
 COMMON: dict[str, Any] = {
@@ -25,7 +24,7 @@ COMMON: dict[str, Any] = {
 
 def final_hyperparameters(dataset: str, best: dict[str, Any] | None = None) -> dict[str, Any]:
     """The published final setting of ``dataset``, or the tuning stage's choice ``best`` (τ, λ_reg) over it."""
-    hp = _published(dataset)
+    hp = published_hyperparameters(dataset)
     if best:
         unknown = set(best) - {"tau", "lambda_reg"}
         if unknown:

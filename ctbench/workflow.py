@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import catalog
-from .catalog import FAMILY_FACTS
+from . import facts
 from .data.registry import family
+from .facts import FAMILY_FACTS
 
 
 def _grid_chunks(config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -50,7 +50,7 @@ def _tune_select(config: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 #: job kind → (planner, the wildcards that name one job). A kind that is a result template of
-#: :data:`ctbench.catalog.PATHS` has that template's fields as wildcards.
+#: :data:`ctbench.facts.PATHS` has that template's fields as wildcards.
 PLANS: dict[str, tuple[Callable[[dict[str, Any]], list[dict[str, Any]]], tuple[str, ...]]] = {
     "final": (_stage("final"), ("group", "dataset")),
     "evaluation": (_stage("evaluation"), ("experiment", "dataset", "seed")),
@@ -102,14 +102,14 @@ class Workflow:
 
         check_workflow(self, schema_path)
 
-    # -- paths (templates: ctbench.catalog.PATHS) ----------------------------------------------------------------
+    # -- paths (templates: ctbench.facts.PATHS) ----------------------------------------------------------------
     def path(self, kind: str, **fields: Any) -> str:
         """Result file ``kind`` of this run, every field filled."""
-        return catalog.path(kind, self.results, **fields)
+        return facts.path(kind, self.results, **fields)
 
     def pattern(self, kind: str, **fields: Any) -> str:
         """Result file ``kind`` with the fields not given left as Snakemake wildcards (the rules' outputs)."""
-        return catalog.pattern(kind, self.results, **fields)
+        return facts.pattern(kind, self.results, **fields)
 
     # -- the stages' plans -------------------------------------------------------------------------------------------
     def jobs(self, kind: str) -> list[dict[str, Any]]:
@@ -142,8 +142,8 @@ class Workflow:
         return {f: [j[f] for j in self.jobs(kind)] for f in fields}
 
     def outputs(self, kind: str) -> list[str]:
-        """The result files of ``kind`` (a template of :data:`ctbench.catalog.PATHS`) this run makes."""
-        fields = sorted(catalog.fields(kind) - {"results"})
+        """The result files of ``kind`` (a template of :data:`ctbench.facts.PATHS`) this run makes."""
+        fields = sorted(facts.fields(kind) - {"results"})
         return [self.path(kind, **{f: j[f] for f in fields}) for j in self.jobs(kind)]
 
     def final_members(self, group: str | None = None) -> dict[str, list]:

@@ -10,20 +10,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ctbench.catalog import DATASETS, PAPER_DATASETS
 from ctbench.experiments.figure_runs import pick_factuals
+from ctbench.facts import DATASETS, PAPER_DATASETS
 from ctbench.paper_settings import model_config
-from ctbench.report import appendix_book
-from ctbench.report.appendix import final_hyperparameters, grid_performance, write_appendix
-from ctbench.report.mnist_grid import grid_figure
-from ctbench.report.tables import PUBLISHED_DIR
-from ctbench.report.tuning_figures import (
+from ctbench.report.book import appendix_pages
+from ctbench.report.figures.mnist_grid import grid_figure
+from ctbench.report.figures.tuning_figures import (
     paper_figure_number,
     split_tuning,
     tuning_ip_figure,
     tuning_mature_figure,
     tuning_points,
 )
+from ctbench.report.tables.appendix_tables import final_hyperparameters_table, grid_performance, write_appendix
+from ctbench.report.tables.paper_tables import PUBLISHED_DIR
 from ctbench.workflow import Workflow
 
 
@@ -95,7 +95,7 @@ def test_final_hyperparameters_from_sidecars(tmp_path):
     tuned = tmp_path / "tune" / "moons" / "best.json"
     tuned.parent.mkdir(parents=True)
     tuned.write_text(json.dumps({"tau": 0.5, "lambda_reg": 0.1}))
-    df = final_hyperparameters(models, [tuned]).set_index("dataset")
+    df = final_hyperparameters_table(models, [tuned]).set_index("dataset")
     assert list(df.index) == ["LS", "Moon"] and (df["n_seeds"] == 2).all()  # vanilla and mutability left out
     assert df.loc["Moon", "tau"] == 0.9 and df.loc["LS", "lambda_reg"] == 0.01 and df.loc["LS", "n_train"] == 3600
     assert df.loc["LS", "domain"] == "inferred per feature" and df["matches_paper"].all()
@@ -104,7 +104,7 @@ def test_final_hyperparameters_from_sidecars(tmp_path):
     assert df.loc["LS", "pub_n_test"] == 600 and df.loc["LS", "n_test"] == 900
     # a run whose seeds used different settings shows both and does not match the paper
     _sidecar(tmp_path, "single", "moons", 1, model_config("moons", "single", "full", 1, best={"tau": 0.75}))
-    mixed = final_hyperparameters(models).set_index("dataset")
+    mixed = final_hyperparameters_table(models).set_index("dataset")
     assert mixed.loc["Moon", "tau"] == "0.9 / 0.75" and not mixed.loc["Moon", "matches_paper"]
 
 
@@ -175,11 +175,11 @@ def test_write_appendix_routes_tuning_chunks(tmp_path):
     eps.to_csv(tmp_path / "grids" / "nan.epochs.csv", index=False)
     only = write_appendix(tmp_path / "nan_report", grids=[tmp_path / "grids" / "nan.csv"])["tuning"]
     assert "tuning/tune_mature.png" in only and "tuning/tune_ip.png" not in only
-    page = appendix_book.pages(tmp_path / "nan_report")["appendix_tuning"]
+    page = appendix_pages.pages(tmp_path / "nan_report")["appendix_tuning"]
     assert "Figures 39–47 of the paper" in page and "lowest median IP change" not in page
     perf = pd.read_csv(tmp_path / "report" / "grid_performance.csv")
     assert set(perf["grid"]) == {"gen_params", "tune"} and (tmp_path / "report" / "grid_performance.md").exists()
-    pages = appendix_book.pages(tmp_path / "report")
+    pages = appendix_pages.pages(tmp_path / "report")
     assert "Figures 30–38 of the paper" in pages["appendix_tuning"]
     assert "Figures 48–56" not in pages["appendix_tuning"]  # no tune_lr chunks, no tune_lr figure
     assert "Table 4 of the paper" in pages["appendix_grid_performance"]
@@ -215,9 +215,9 @@ def test_pick_factuals_needs_agreement():
 
 
 def test_grid_captions_and_workflow_feeds_tuning_to_the_report():
-    assert appendix_book.grid_caption("penalties_cost_change").startswith("Figures 18–21 of the paper")
-    assert appendix_book.grid_caption("gen_params_ip_change").startswith("Figures 6–9 of the paper")
-    assert appendix_book.grid_caption("unrelated") is None
+    assert appendix_pages.grid_caption("penalties_cost_change").startswith("Figures 18–21 of the paper")
+    assert appendix_pages.grid_caption("gen_params_ip_change").startswith("Figures 6–9 of the paper")
+    assert appendix_pages.grid_caption("unrelated") is None
     import yaml
 
     root = Path(__file__).resolve().parent.parent

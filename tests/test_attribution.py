@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from ctbench.evaluation.attribution import (
+from ctbench.evaluation.integrated_gradients import (
     class_attribution_maps,
     draw_round_indices,
     ig_rounds,
@@ -15,7 +15,7 @@ from ctbench.evaluation.attribution import (
     standardise_attributions,
 )
 from ctbench.models import build_model
-from ctbench.report.robustness_figures import plot_attribution_maps
+from ctbench.report.figures.robustness_figures import plot_attribution_maps
 
 
 def _smooth_mlp(d=5, k=3, seed=0):

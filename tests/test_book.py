@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ctbench.report import book as bookmod
+from ctbench.report.book import build as bookmod
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,8 +83,8 @@ def make_report(report: Path) -> Path:
         rows.append({"dataset": key[0], "metric": key[1], "reduction_pct": v, "pm": pm, "significant": sig,
                      "n_seeds": 5, "seed_mean": v, "seed_lb": v - 3, "seed_ub": v + 3, "seed_significant": True,
                      "flag": "" if key[0] == "LS" else "not computable: 64% of the IP values are NaN"})
-    from ctbench.report.table1 import compare_versions
-    from ctbench.report.tables import PUBLISHED_DIR
+    from ctbench.report.tables.paper_tables import PUBLISHED_DIR
+    from ctbench.report.tables.table1 import compare_versions
 
     compare_versions(pd.DataFrame(rows), PUBLISHED_DIR).to_csv(report / "table1.csv", index=False)
     pd.DataFrame({"dataset": ["LS", "Avg."], "ct_unconstrained": [1.0, 1.0], "bl_unconstrained": [1.0, 1.0],
@@ -312,8 +312,8 @@ def test_the_committed_book_builds_strict_with_compact_tables(tmp_path):
 
 
 def test_fidelity_effects_and_prop31_tables_are_compact(tmp_path):
-    from ctbench.report.book_figures import render_prop31
-    from ctbench.report.book_meta import render_fidelity_effects
+    from ctbench.report.book.figure_pages import render_prop31
+    from ctbench.report.book.meta_pages import render_fidelity_effects
 
     rows = [{"switch": "mmd_length_scale", "dataset": d, "metric": m, "reference": 1.0, "paper": 1.5, "delta": 0.5,
              "pm_reference": 0.1, "pm_paper": 0.2, "reference_setting": 5.0, "paper_setting": 0.5,

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from ctbench.cli import main
-from ctbench.report.compare import Tolerance, compare_reports
+from ctbench.report.tables.compare import Tolerance, compare_reports
 
 COMMITTED = Path(__file__).resolve().parents[1] / "paper" / "results" / "report"
 

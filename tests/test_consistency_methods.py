@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from ctbench.constraints import Constraints
-from ctbench.generators.consistency import METHODS, WithSNS, make_method
+from ctbench.generators.consistency_methods import METHODS, WithSNS, make_method
 from ctbench.generators.elastic_net import ElasticNetGenerator, shrinkage
 from ctbench.generators.latent_search import LatentRandomSearch
 from ctbench.generators.pgd import MinEpsPGDGenerator, median_norm

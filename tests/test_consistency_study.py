@@ -187,9 +187,9 @@ def test_a_tiny_run_has_one_row_per_method_and_factual(tiny_runs):
 
 
 def test_report_tables_and_claims(tiny_runs, tmp_path):
+    from ctbench.report.book.consistency_pages import pages
     from ctbench.report.claims import evaluate_claims
-    from ctbench.report.consistency import write_consistency
-    from ctbench.report.consistency_book import pages
+    from ctbench.report.tables.consistency_tables import write_consistency
 
     d, files = tiny_runs
     written = write_consistency(tmp_path, files)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ctbench.report import consistency_text as T
-from ctbench.report.consistency_book import pages as book_pages
-from ctbench.report.tables import PUBLISHED_DIR
+from ctbench.report.book.consistency_pages import pages as book_pages
+from ctbench.report.tables.paper_tables import PUBLISHED_DIR
+from ctbench.report.text import consistency_text as T
 
 FIXTURE = Path(__file__).parent / "fixtures" / "consistency_report"
 ROOT = Path(__file__).resolve().parents[1]

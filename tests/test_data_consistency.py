@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from ctbench.data import available, files, load_dataset
-from ctbench.data.consistency import CTG_FEATURES, SPECS, seizure_table
+from ctbench.data.consistency_datasets import CTG_FEATURES, SPECS, seizure_table
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("CTBENCH_DATA") or REPO.parent / "shared" / "data")

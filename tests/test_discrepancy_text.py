@@ -1,4 +1,4 @@
-"""The discrepancies chapter's prose is rendered from the result files (ctbench/report/discrepancy_text.py)."""
+"""The discrepancies chapter's prose is rendered from the result files (ctbench/report/text/discrepancy_text.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ctbench.report.discrepancy_text import render_switch_findings, render_table1_findings
-from ctbench.report.tables import PUBLISHED_DIR
+from ctbench.report.tables.paper_tables import PUBLISHED_DIR
+from ctbench.report.text.discrepancy_text import render_switch_findings, render_table1_findings
 
 COMMITTED = Path(__file__).resolve().parents[1] / "paper" / "results" / "report"
 
@@ -96,7 +96,7 @@ def test_switch_findings_compare_with_july_and_count(tmp_path):
 
 
 def test_variant_runs_are_compared_cell_by_cell(tmp_path):
-    from ctbench.report.discrepancy_text import render_variant_findings
+    from ctbench.report.text.discrepancy_text import render_variant_findings
 
     if not (COMMITTED / "table1.csv").exists():
         pytest.skip("no committed result set")

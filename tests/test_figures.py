@@ -1,4 +1,5 @@
-"""Figure 1 and the MNIST figures (runs: ctbench/experiments/figure_runs/, drawing: ctbench/report/figures.py,
+"""Figure 1 and the MNIST figures (runs: ctbench/experiments/figure_runs/, drawing:
+ctbench/report/figures/paper_figures.py,
 written by ctbench/cli/figure_cmds.py)."""
 
 from __future__ import annotations

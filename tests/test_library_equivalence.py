@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from ctbench.evaluation.robustness import _macro_f1_from_labels
-from ctbench.report.appendix import _stats
+from ctbench.report.tables.appendix_tables import _stats
 
 
 def _macro_f1_by_hand(y_true, y_pred, n_classes=None) -> float:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from ctbench.experiments import prop31 as P
-from ctbench.report.prop31_text import render_findings, render_settings, render_settings_section, render_violations
+from ctbench.report.text.prop31_text import render_findings, render_settings, render_settings_section, render_violations
 
 COLS = ["by", "group", "runs", "lowered", "share", "ci_low", "ci_high", "share_bl", "ci_low_bl", "ci_high_bl",
         "median_ratio", "median_rs_u", "median_rs_p", "median_rs_bl", "median_abs_w_imm_u", "median_abs_w_imm_p",
@@ -137,7 +137,7 @@ def test_closed_form_sentences_carry_the_summarys_numbers(tmp_path):
 
 
 def test_percentages_never_round_a_share_to_certainty():
-    from ctbench.report.prop31_text import _pct
+    from ctbench.report.text.prop31_text import _pct
 
     assert (_pct(0.998), _pct(0.003), _pct(1.0), _pct(0.0), _pct(0.62)) == ("99.8%", "0.3%", "100%", "0%", "62%")
 

@@ -65,7 +65,7 @@ def test_report_tables_match_the_recipe(outputs):
 
 def test_shipped_published_tables_are_the_shared_ones():
     """ctbench ships a copy of reference/published; the corrected appendix CI table labels its IP* rows itself."""
-    from ctbench.report.tables import PUBLISHED_DIR
+    from ctbench.report.tables.paper_tables import PUBLISHED_DIR
 
     ci = pd.read_csv(PUBLISHED_DIR / "appendix_ci_table.csv").set_index(["metric", "dataset"])
     assert ci.loc[("IP*", "LS"), "ct_mean_abs"] == 0.11 and ci.loc[("IP", "LS"), "ct_mean_abs"] == 2.51
@@ -77,7 +77,7 @@ def test_shipped_published_tables_are_the_shared_ones():
 def test_provenance_records_machine_config_and_input_code_versions(tmp_path):
     import json
 
-    from ctbench.report.tables import write_extras
+    from ctbench.report.tables.paper_tables import write_extras
 
     ev = tmp_path / "e.csv.gz"
     ev.write_text("")
@@ -91,5 +91,5 @@ def test_provenance_records_machine_config_and_input_code_versions(tmp_path):
     assert p["config"] == {"seeds": [0, 1]} and p["profile"] == "paper"
     assert p["machine"]["cpus"] >= 1
     assert p["input_code_versions"]["evaluations"] == {"abc": 1}
-    from ctbench.report.tables import _input_commits
+    from ctbench.report.tables.paper_tables import _input_commits
     assert _input_commits([], [m])["models"] == {"def+dirty": 1}

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ctbench.report.robustness_figures import robustness_figure
-from ctbench.report.style import figure_style, palette, rc, sequential
+from ctbench.report.figures.robustness_figures import robustness_figure
+from ctbench.report.figures.style import figure_style, palette, rc, sequential
 
 
 @pytest.mark.parametrize("n", [1, 4, 10, 11, 36])

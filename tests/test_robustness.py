@@ -14,7 +14,7 @@ from ctbench.evaluation.robustness import (
     robustness_curve,
 )
 from ctbench.models import build_model
-from ctbench.report.robustness_figures import plot_robustness
+from ctbench.report.figures.robustness_figures import plot_robustness
 
 
 class FixedPredictions(nn.Module):

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ctbench.catalog import path as result_path
 from ctbench.experiments import STAGES, stage
+from ctbench.facts import path as result_path
 from ctbench.workflow_check import typed_config
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Table 1 with seed-level uncertainty, flags and every published version (ctbench.report.table1), on hand-made
+"""Table 1 with seed-level uncertainty, flags and every published version (ctbench.report.tables.table1), on hand-made
 frames whose answers are known."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from ctbench.evaluation.aggregate import reduction_table
-from ctbench.report.table1 import (
+from ctbench.report.tables.table1 import (
     AGREE,
     DISAGREE,
     SIGN_ONLY,
@@ -133,7 +133,7 @@ def test_every_version_beside_ours_and_the_primary_is_the_july_preprint(publishe
 
 
 def test_ipstar_groupings_side_by_side_with_agreement(published):
-    from ctbench.report.tables import ipstar_groupings
+    from ctbench.report.tables.paper_tables import ipstar_groupings
 
     df = frame([0.5]).assign(ip_star_run=lambda d: d["ip_star"], ip_star_pooled=lambda d: d["ip_star"] * 1.5)
     df.loc[df["objective"] == "vanilla", "ip_star_pooled"] = df.loc[df["objective"] == "vanilla", "ip_star"]

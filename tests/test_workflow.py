@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ctbench.catalog import DATASETS
+from ctbench.facts import DATASETS
 from ctbench.paper_settings import apply_best, model_config
 from ctbench.workflow import Workflow
 

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         print("ctbench: interrupted", file=sys.stderr)
         return 130
     except RuntimeError as err:  # a failed training run, a failed book build: reported, nothing saved
-        from ..report.book import BookBuildError
+        from ..report.book.build import BookBuildError
         from ..training import TrainingFailedError
 
         if isinstance(err, (TrainingFailedError, BookBuildError)):

@@ -1,5 +1,6 @@
 """``ctbench figure1`` and ``ctbench mnist-figures``: the runs of :mod:`ctbench.experiments.figure_runs`, drawn by
-:mod:`ctbench.report.figures` and :mod:`ctbench.report.mnist_grid` and written here (each file atomically)."""
+:mod:`ctbench.report.figures.paper_figures` and :mod:`ctbench.report.figures.mnist_grid` and written here (each file
+atomically)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _detach(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
 def write_figure1(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Any]:
     """Draw and write the result of :func:`~ctbench.experiments.figure_runs.figure1`: ``figure1.png``/``.pdf``,
     ``.csv`` and ``.json``; returns the paths and each panel's summary."""
-    from ..report.figures import figure1_plot
+    from ..report.figures.paper_figures import figure1_plot
 
     table, extras = _detach(table)
     meta, out = extras["meta"], Path(out_dir)
@@ -39,8 +40,8 @@ def write_figure1(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Any]:
 def write_mnist_figures(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Any]:
     """Draw and write the result of :func:`~ctbench.experiments.figure_runs.mnist_figures` (counterfactual grid,
     10×10 grids, attribution maps, their tables and ``mnist_figures.json``); returns the paths and both tables."""
-    from ..report.figures import mnist_attribution_plot, mnist_counterfactual_plot
-    from ..report.mnist_grid import write_mnist_grids
+    from ..report.figures.mnist_grid import write_mnist_grids
+    from ..report.figures.paper_figures import mnist_attribution_plot, mnist_counterfactual_plot
 
     table, x = _detach(table)
     pl, out = x["plot"], Path(out_dir)

@@ -1,5 +1,5 @@
 """``ctbench grid {points,baseline,run,figures}`` and ``ctbench tune select`` (argparse only; the work is in
-:mod:`ctbench.experiments.grids`, the figures in :mod:`ctbench.report.grid_figures`)."""
+:mod:`ctbench.experiments.grids`, the figures in :mod:`ctbench.report.figures.grid_figures`)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_figures(args) -> int:
-    from ..report.grid_figures import write_grid_figures
+    from ..report.figures.grid_figures import write_grid_figures
 
     written = write_grid_figures(args.csv, args.out)
     print(f"wrote {len(written)} files to {args.out}")

@@ -23,8 +23,8 @@ def _config_json(text: str | None) -> dict | None:
 
 def _cmd_report(args) -> int:
     from ..errors import BadFileError
-    from ..report.appendix import write_appendix
-    from ..report.tables import PUBLISHED_DIR, write_extras, write_report
+    from ..report.tables.appendix_tables import write_appendix
+    from ..report.tables.paper_tables import PUBLISHED_DIR, write_extras, write_report
 
     inputs = [*(args.eval or []), *(args.robustness or []), *(args.attribution or []), *(args.grids or []),
               *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
@@ -42,7 +42,7 @@ def _cmd_report(args) -> int:
     written.update(write_appendix(args.out, grids=args.grids or [], models=args.models or [],
                                   tuned=args.tuned or []))
     if args.consistency:
-        from ..report.consistency import write_consistency
+        from ..report.tables.consistency_tables import write_consistency
 
         written.update(write_consistency(args.out, args.consistency, published))
     if args.claims:
@@ -56,7 +56,7 @@ def _cmd_report(args) -> int:
 
 def _cmd_compare(args) -> int:
     from ..config import ConfigError
-    from ..report.compare import Tolerance, compare_reports
+    from ..report.tables.compare import Tolerance, compare_reports
 
     for folder in (args.committed, args.fresh):
         if not Path(folder).is_dir():
@@ -72,7 +72,7 @@ def _cmd_compare(args) -> int:
 
 
 def _cmd_book(args) -> int:
-    from ..report.book import build_book, committed_results
+    from ..report.book.build import build_book, committed_results
 
     report = args.report
     if report is None:
@@ -88,7 +88,7 @@ def _cmd_appendix(args) -> int:
 
     from ..errors import BadFileError
     from ..io import atomic_write_json
-    from ..report.appendix import write_appendix
+    from ..report.tables.appendix_tables import write_appendix
 
     inputs = [*(args.grids or []), *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
     missing = [f for f in inputs if not Path(f).is_file()]

@@ -1,6 +1,6 @@
 """``ctbench fidelity-effect``, ``fidelity-effects-merge``, ``consistency``, ``prop31`` and ``bench``: the studies of
 :mod:`ctbench.experiments`, run and written here (the figures of ``prop31`` drawn by
-:mod:`ctbench.report.prop31_figures`)."""
+:mod:`ctbench.report.figures.prop31_figures`)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _cmd_consistency(args) -> int:
 def write_prop31(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Path]:
     """The files of :func:`ctbench.experiments.prop31.check`: four CSVs and the figures ``prop31_paths`` and
     ``prop31_sensitivity`` (PNG and PDF), each written atomically; returns the main paths by name."""
-    from ..report.prop31_figures import plot_paths, plot_sensitivity
+    from ..report.figures.prop31_figures import plot_paths, plot_sensitivity
 
     x = dict(table.attrs)
     table.attrs.clear()

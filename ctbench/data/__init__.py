@@ -5,7 +5,7 @@ from .base import Dataset, stratified_val_split
 from .registry import available, load_dataset, register
 
 __all__ = ["Dataset", "available", "check_params", "load_dataset", "raw_files", "register", "stratified_val_split"]
-from . import consistency, tabular, vision  # noqa: F401,E402  (registers the real-data loaders)
+from . import consistency_datasets, tabular, vision  # noqa: F401,E402  (registers the real-data loaders)
 
 
 def _canonical(name: str) -> str:
@@ -39,8 +39,8 @@ def raw_files(name: str, params: dict | None = None) -> list[str]:
         spec = tabular.SPECS[name]
         source = tabular._resolve_source(spec, params.get("source", "auto"), params.get("raw_dir"))
         return [spec.processed_file] if source == "taijadata_processed" else list(spec.raw_files)
-    if name in consistency.SPECS:
-        return list(consistency.SPECS[name].raw_files)
+    if name in consistency_datasets.SPECS:
+        return list(consistency_datasets.SPECS[name].raw_files)
     if name == "mnist":
         return list(vision.MNIST_FILES.values())
     return []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..catalog import DATASETS, DEFAULT_FAMILY, FAMILIES
+from ..facts import DATASETS, DEFAULT_FAMILY, FAMILIES
 from .base import Dataset
 
 _LOADERS: dict[str, Callable[..., Dataset]] = {}
@@ -16,13 +16,13 @@ _INFO: dict[str, dict[str, Any]] = {}
 def register(name: str, *, family: str, description: str = "", aliases: tuple[str, ...] = (),
              label: str | None = None):
     """Decorator: register ``loader(fidelity=..., seed=..., **params) -> Dataset`` under ``name``. ``family`` (one of
-    :data:`ctbench.catalog.FAMILIES`) sets the evaluation protocol and the workflow's resources; ``label`` is the
-    name in report tables (default: ``name``). A dataset of :data:`ctbench.catalog.DATASETS` must agree with it."""
+    :data:`ctbench.facts.FAMILIES`) sets the evaluation protocol and the workflow's resources; ``label`` is the
+    name in report tables (default: ``name``). A dataset of :data:`ctbench.facts.DATASETS` must agree with it."""
     if family not in FAMILIES:
         raise ValueError(f"dataset {name!r}: family {family!r} is not one of {FAMILIES}")
     facts = DATASETS.get(name)
     if facts is not None and (family != facts.family or label not in (None, facts.label)):
-        raise ValueError(f"dataset {name!r}: registered as ({family}, {label}), but the catalog (ctbench/catalog.py) "
+        raise ValueError(f"dataset {name!r}: registered as ({family}, {label}), but the catalog (ctbench/facts.py) "
                          f"says ({facts.family}, {facts.label})")
 
     def deco(fn: Callable[..., Dataset]) -> Callable[..., Dataset]:
@@ -57,7 +57,7 @@ def load_dataset(name: str, **params: Any) -> Dataset:
 
 def family(name: str) -> str:
     """The family of a dataset: the catalog's, else the one its loader registered (a user's dataset), else
-    :data:`ctbench.catalog.DEFAULT_FAMILY`."""
+    :data:`ctbench.facts.DEFAULT_FAMILY`."""
     if name in DATASETS:
         return DATASETS[name].family
     return _registered(name).get("family") or DEFAULT_FAMILY

@@ -1,8 +1,9 @@
 """Evaluation of counterfactuals: per-counterfactual metrics and the paper's statistics.
 
 This ``__init__`` re-exports only ``metrics`` and ``aggregate``. Other modules of this package (``protocol``,
-``robustness``, ``attribution``) are owned by others and are imported explicitly (``from ctbench.evaluation import
-protocol``); keep the imports here limited to these two modules so that they stay light and independent.
+``robustness``, ``integrated_gradients``) are owned by others and are imported explicitly
+(``from ctbench.evaluation import protocol``); keep the imports here limited to these two modules so that they
+stay light and independent.
 """
 
 from .aggregate import (

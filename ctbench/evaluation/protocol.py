@@ -19,15 +19,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..catalog import FAMILY_FACTS
 from ..checks import Rule, check_overrides, check_value
 from ..constraints import Constraints
 from ..errors import ConfigError
+from ..facts import FAMILY_FACTS
 from ..fidelity import Fidelity
 from ..generators import Convergence, make_generator
 from .metrics import cost_l1, implausibility, ip_star, redundancy, validity
 
-#: n_individuals per run in the reference's final evaluation, by dataset family (§7.1; ctbench.catalog)
+#: n_individuals per run in the reference's final evaluation, by dataset family (§7.1; ctbench.facts)
 N_INDIVIDUALS = {f: facts["n_individuals"] for f, facts in FAMILY_FACTS.items()}
 
 

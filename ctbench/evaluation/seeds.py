@@ -2,7 +2,7 @@
 seed-level estimate of a reduction (one value per training seed, then a t-interval over seeds).
 
 The paper's ± covers only the redrawing of evaluation individuals given one trained CT and one trained BL model; a
-second training seed can move a cell by more than that. Used by Table 1 (:mod:`ctbench.report.table1`) and by the
+second training seed can move a cell by more than that. Used by Table 1 (:mod:`ctbench.report.tables.table1`) and by the
 fidelity study (:mod:`ctbench.experiments.fidelity`), so both state the same two uncertainties.
 """
 

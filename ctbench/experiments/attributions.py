@@ -1,6 +1,6 @@
 """Integrated gradients on the protected features (Table 2): ``jobs(config)`` lists one job per (dataset, seed) of a
 workflow config's mutability models, ``run(job)`` returns one row per (model, round); ``ctbench attribution`` writes
-it (:func:`.evaluation.write`). The attribution method is :mod:`ctbench.evaluation.attribution`."""
+it (:func:`.evaluation.write`). The attribution method is :mod:`ctbench.evaluation.integrated_gradients`."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
 def run(job: dict[str, Any]) -> pd.DataFrame:
     """One job (``{"models": {name: path}, "seed", "experiment", "n_rounds", "n_samples", "steps"}``): the same
     rounds and baselines for every model."""
-    from ..evaluation.attribution import ig_rounds
+    from ..evaluation.integrated_gradients import ig_rounds
 
     seed, experiment = int(job.get("seed", 0)), str(job.get("experiment", ""))
     n_rounds, n_samples, steps = (int(job.get(k, d)) for k, d in (("n_rounds", 100), ("n_samples", 2500),

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..catalog import EXPERIMENTS
 from ..data.registry import family
+from ..facts import EXPERIMENTS
 from ..io import atomic_write_json, atomic_write_text, provenance
 from ..training.pipeline import TrainedModel, load_model
 from .final_training import models_of

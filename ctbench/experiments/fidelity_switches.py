@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog import DATASETS, PAPER_DATASETS, SYNTHETIC
+from ..facts import DATASETS, PAPER_DATASETS, SYNTHETIC
 
 #: the paper's datasets without MNIST (a switch measured on every tabular and synthetic dataset)
 _NOT_VISION = tuple(d for d in PAPER_DATASETS if DATASETS[d].family != "vision")

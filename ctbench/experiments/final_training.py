@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..catalog import EXPERIMENTS, model_folder
-from ..catalog import path as result_path
+from ..facts import EXPERIMENTS, model_folder
+from ..facts import path as result_path
 
 #: final models trained by one job per dataset and group. The ablation's CD and AR models are a job of their own so
 #: that adding the ablation to a finished run (or dropping it) never retrains the main models: Snakemake reruns a

@@ -8,8 +8,8 @@ from typing import Any
 
 from ..fidelity import Fidelity, resolve_fidelity
 from .base import Convergence, CounterfactualResult, GradientGenerator
-from .consistency import METHODS as CONSISTENCY_METHODS
-from .consistency import WithSNS, make_method
+from .consistency_methods import METHODS as CONSISTENCY_METHODS
+from .consistency_methods import WithSNS, make_method
 from .ecco import ECCoGenerator, energy_multiplier
 from .elastic_net import ElasticNetGenerator
 from .generic import GenericGenerator

@@ -1,6 +1,7 @@
 """The runs behind the paper's qualitative figures (experiment layer): Figure 1 (:mod:`.linear`: linear classifiers
 on LS, trained here) and the MNIST counterfactuals, attributions and 10×10 grids (:mod:`.mnist`: saved models
-loaded and searched here). The drawing is :mod:`ctbench.report.figures` and :mod:`ctbench.report.mnist_grid`,
+loaded and searched here). The drawing is :mod:`ctbench.report.figures.paper_figures` and
+:mod:`ctbench.report.figures.mnist_grid`,
 which see only arrays and tables; :mod:`ctbench.cli.figure_cmds` (``ctbench figure1``, ``ctbench mnist-figures``)
 draws and writes them. :mod:`.stage`: the stage's ``jobs(config)`` and ``run(job)``.
 """

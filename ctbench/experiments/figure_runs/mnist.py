@@ -6,7 +6,7 @@ ECCo with λ_egy = 1.0, λ_cst = 0.001 and ``MaxIterConvergence(1000)``, searche
 dataset's protected pixel rows immutable for both models (the shared baseline is trained without constraints, so
 its own metadata has none); BL rows on top,
 CT rows below → ``mnist_counterfactuals.png``/``.pdf``/``.csv``. Class-conditional integrated gradients
-(:func:`ctbench.evaluation.attribution.class_attribution_maps`: all test images of a class, 50 steps, U(−1, 1)
+(:func:`ctbench.evaluation.integrated_gradients.class_attribution_maps`: all test images of a class, 50 steps, U(−1, 1)
 baselines, min–max normalised) for both models → ``mnist_attribution.png``/``.pdf``/``.csv``, with the protected
 rows marked. The appendix's 10×10 grids (:func:`grid_searches`, Figures 4–5) are searched here too.
 """
@@ -94,7 +94,7 @@ def mnist_figures(ct_model_path: str | Path, bl_model_path: str | Path, seed: in
     write_mnist_figures` draws and writes them.
     """
     from ...data import load_dataset
-    from ...evaluation.attribution import class_attribution_maps
+    from ...evaluation.integrated_gradients import class_attribution_maps
     from ...training.pipeline import load_model
 
     t0 = time.perf_counter()

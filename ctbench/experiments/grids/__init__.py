@@ -4,7 +4,7 @@ Reference: ``ct_reference.md`` §8.1 (Note 1 defaults), §8.2 (the grids), §7.1
 (share of mature counterfactuals per epoch).
 
 * :data:`GRIDS` — what each Note varies; everything else is the Note 1 default (:data:`NOTE1`), the batch size is the
-  dataset's (``catalog.final_hyperparameters``). Values can be replaced from a config dict (smaller grids for
+  dataset's (``facts.published_hyperparameters``). Values can be replaced from a config dict (smaller grids for
   quick/smoke).
 * :func:`grid_points` — the CT points (objective ``full``) of a grid, each with a readable, filesystem-safe id
   (``tau0.75_egy5_T25_ecco``) usable as a Snakemake wildcard.

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ...catalog import PAPER_DATASETS, SYNTHETIC
 from ...errors import ConfigError
+from ...facts import PAPER_DATASETS, SYNTHETIC
 
 #: grid parameter → (dotted key of the ``ctbench train`` config, label in point ids; "" = the value itself)
 PARAMS: dict[str, tuple[str, str]] = {

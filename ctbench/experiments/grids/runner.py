@@ -230,7 +230,7 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     ``tune`` blocks (the first training seed: the authors' grids ran one seed each; more training seeds add
     uncertainty to the final models' tables, not to the hyper-parameter choice). ``baseline`` is the BL model file
     that ``ctbench grid baseline`` trains for the chunk's key; ``points`` the chunk's point ids."""
-    from ...catalog import path as result_path
+    from ...facts import path as result_path
 
     res, out = str(config["results"]).rstrip("/"), []
     for section in ("grids", "tune"):
@@ -257,8 +257,8 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
 def select_jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     """The tuning stage's ``tune select`` jobs: one per tuned dataset, with the tuning grids' chunks it reads
     (``chunks``: parallel lists of grid, key, chunk, seed) and its ``out`` (``best.json``)."""
-    from ...catalog import TUNING_GRIDS
-    from ...catalog import path as result_path
+    from ...facts import TUNING_GRIDS
+    from ...facts import path as result_path
 
     by_dataset: dict[str, list[dict[str, Any]]] = {}
     for j in jobs(config):

@@ -13,7 +13,7 @@ same data and start (paired runs):
 
 :mod:`.stats` turns runs into shares with Wilson intervals and per-setting verdicts; :mod:`.study` runs the check
 (:func:`check`); ``ctbench prop31`` (:mod:`ctbench.cli.study_cmds`) writes its files, drawn by
-:mod:`ctbench.report.prop31_figures`.
+:mod:`ctbench.report.figures.prop31_figures`.
 """
 
 from __future__ import annotations

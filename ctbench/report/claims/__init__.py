@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...catalog import VERSION_LABELS
+from ...facts import VERSION_LABELS
 from .rules import RULE_FUNCTIONS, Missing, fmt
 from .schema import (
     BLACK_DATASETS,

@@ -299,14 +299,14 @@ def rule_which(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=4)
 def _published_cells(published_dir: str) -> pd.DataFrame:
-    from ..table1 import published_versions
+    from ..tables.table1 import published_versions
 
     return published_versions(published_dir).set_index(["version", "dataset", "metric"])
 
 
 def published_cell(version: str, dataset: str, metric: str, published_dir: str | Path | None = None) -> dict | None:
     """The published reduction, ± and star of one Table-1 cell in one version (None when that version has none)."""
-    from ..table1 import PUBLISHED_DIR
+    from ..tables.table1 import PUBLISHED_DIR
 
     cells = _published_cells(str(published_dir or PUBLISHED_DIR))
     key = (version, dataset, metric)
@@ -327,7 +327,7 @@ def rule_cell(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any] | 
     """One Table-1 cell against one version: sign and significance must agree (the paper's recipe), the magnitude
     lie within :func:`cell_tolerance`, the seed-level interval not contradict the star, and the cell rest on enough
     valid counterfactuals; else partly (same sign) or not reproduced (opposite sign, or not computable)."""
-    from ..table1 import AGREE, DISAGREE, agreement
+    from ..tables.table1 import AGREE, DISAGREE, agreement
 
     ds, metric = claim.spec["dataset"], claim.spec["metric"]
     pub = published_cell(version, ds, metric)

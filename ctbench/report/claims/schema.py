@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...catalog import BLACK2022_ORDER, PAPER_LABELS, PAPER_ORDER
+from ...facts import BLACK2022_ORDER, PAPER_LABELS, PAPER_ORDER
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_YET_RUN = "reproduced", "partly", "not reproduced", "not yet run"
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_YET_RUN)

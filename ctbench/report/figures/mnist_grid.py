@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..io import atomic_write_text, save_figure
+from ...io import atomic_write_text, save_figure
 
 #: the July 2025 preprint's figure number of each model's grid
 PAPER_FIGURE = {"CT": 4, "BL": 5}

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..catalog import BLACK2022_LABELS, BLACK2022_ORDER
-from ..io import atomic_write_text, save_figure
-from .markdown import frame_to_markdown
+from ...facts import BLACK2022_LABELS, BLACK2022_ORDER
+from ...io import atomic_write_text, save_figure
+from ..markdown import frame_to_markdown
 
 DATASET_LABELS = BLACK2022_LABELS
 DATASET_ORDER = list(BLACK2022_ORDER)
@@ -95,7 +95,7 @@ def table1(df: pd.DataFrame, published_dir: str | Path | None) -> pd.DataFrame:
 
 
 def r2_table(df: pd.DataFrame, published_dir: str | Path | None) -> pd.DataFrame:
-    from ..experiments.invalidation import r_squared
+    from ...experiments.invalidation import r_squared
 
     d = _labels(df[(df["part"] == "black2022") & df["valid"].astype(bool)])
     rows = []
@@ -230,7 +230,7 @@ def write_consistency(out: str | Path, files: Iterable[str | Path],
                       published_dir: str | Path | None = "default") -> dict[str, Any]:
     """Write every consistency table (CSV + Markdown) and the figure into the report folder ``out``;
     ``published_dir``: the published tables (``"default"``: the copy shipped with ctbench; None: leave them out)."""
-    from .tables import PUBLISHED_DIR
+    from .paper_tables import PUBLISHED_DIR
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..catalog import OBJECTIVE_LABELS
-from .book_md import _isnan, _note, _num, _read_csv, _sort, _table, _text, _truthy
-from .markdown import frame_to_markdown
+from ...facts import OBJECTIVE_LABELS
+from ..markdown import frame_to_markdown
+from .md import _isnan, _note, _num, _read_csv, _sort, _table, _text, _truthy
 
 #: Table 1's published versions: column prefix → label
 TABLE1_VERSIONS = (("preprint_2025_07", "July 2025"), ("satml_2026", "final"), ("preprint_2025_03", "March 2025"))

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..experiments.prop31.closed_form import TrainConfig
-from ..experiments.prop31.stats import HOLDS_ABOVE
-from ..experiments.prop31.trainer_arm import TrainerArmConfig
-from .markdown import frame_to_markdown
+from ...experiments.prop31.closed_form import TrainConfig
+from ...experiments.prop31.stats import HOLDS_ABOVE
+from ...experiments.prop31.trainer_arm import TrainerArmConfig
+from ..markdown import frame_to_markdown
 
 SETTINGS = "prop31_settings.csv"
 

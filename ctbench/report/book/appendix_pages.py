@@ -1,7 +1,8 @@
-"""The book's includes for the paper's appendix items (:mod:`.appendix`, :mod:`.tuning_figures`, :mod:`.mnist_grid`),
+"""The book's includes for the paper's appendix items (:mod:`..tables.appendix_tables`,
+:mod:`..figures.tuning_figures`, :mod:`..figures.mnist_grid`),
 numbered as in the July 2025 preprint (the version reproduced). Every number comes from the report folder; a missing
 file gives a "not yet run" note, never an error. :func:`pages` returns include name → Markdown for
-``ctbench.report.book.render_includes``; :func:`grid_caption` gives the paper's figure numbers of a grid figure.
+``ctbench.report.book.build.render_includes``; :func:`grid_caption` gives the paper's figure numbers of a grid figure.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from .appendix import PERFORMANCE_TABLE
-from .mnist_grid import PAPER_FIGURE
-from .tuning_figures import FULL_NAMES, paper_figure_range
+from ..figures.mnist_grid import PAPER_FIGURE
+from ..figures.tuning_figures import FULL_NAMES, paper_figure_range
+from ..tables.appendix_tables import PERFORMANCE_TABLE
 
 GENERATED = "_generated"
 #: the paper's figures of the grid searches (Notes 3, 5, 7): first number of the IP and cost series, four datasets

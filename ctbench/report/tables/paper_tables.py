@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..catalog import AVERAGE, OBJECTIVE_LABELS, PAPER_LABELS, PAPER_ORDER
-from ..errors import BadFileError
-from ..evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
-from ..io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
-from .markdown import frame_to_markdown
+from ...errors import BadFileError
+from ...evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
+from ...facts import AVERAGE, OBJECTIVE_LABELS, PAPER_LABELS, PAPER_ORDER
+from ...io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
+from ..markdown import frame_to_markdown
 from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, pool_seeds
 from .table1 import table1 as table1_cells
 
@@ -55,7 +55,7 @@ def _sort(df: pd.DataFrame) -> pd.DataFrame:
 
 def table1(evals: pd.DataFrame) -> pd.DataFrame:
     """Table 1: % reduction CT vs BL of IP and IP* (``single``) and cost (``mutability``), with the paper's ± and
-    star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.table1`)."""
+    star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.tables.table1`)."""
     return table1_cells(_label(evals))
 
 
@@ -186,7 +186,7 @@ def with_published(ours: pd.DataFrame, published_csv: Path, keys: list[str], val
 
 def robustness_figure(robust: pd.DataFrame, path: Path) -> list[Path]:
     """One panel per dataset, one colour per objective (CT, CD, AR, BL), FGSM solid and PGD dashed, mean over seeds."""
-    from .robustness_figures import plot_robustness
+    from ..figures.robustness_figures import plot_robustness
 
     df = _label(robust)
     df["objective"] = df["objective"].map(OBJECTIVE_LABELS).fillna(df["objective"])
@@ -326,7 +326,7 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
     written: dict[str, Any] = {}
     models = list(models)
     if models:
-        from .claims import training_times
+        from ..claims import training_times
 
         tt = training_times([Path(f"{m}.json") for m in models])
         tt["experiment"] = [Path(m).parent.parent.name for m in models]
@@ -338,9 +338,9 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
         _write_table(pd.DataFrame(rows), out, "tuning", written)
     grids = list(grids)
     if grids:
-        from .grid_figures import write_grid_figures
+        from ..figures.grid_figures import write_grid_figures
+        from ..figures.tuning_figures import split_tuning
         from .grid_tables import grid_effects
-        from .tuning_figures import split_tuning
 
         _write_table(grid_effects(grids), out, "grid_effects", written)
         searches = split_tuning(grids)[0]  # the tuning grids get the paper's own figures (write_appendix)

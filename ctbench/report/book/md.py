@@ -1,5 +1,5 @@
 """Markdown building blocks of the book's includes: the "not yet run" note, CSV reading, cell formatting, tables
-and figures in MyST. Shared by the renderers (:mod:`.book_tables`, :mod:`.book_figures`, :mod:`.book_meta`)."""
+and figures in MyST. Shared by the renderers (:mod:`.table_pages`, :mod:`.figure_pages`, :mod:`.meta_pages`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..catalog import AVERAGE
-from ..catalog import PAPER_LABELS as DATASET_LABELS
-from ..catalog import PAPER_ORDER as _PAPER_ORDER
+from ...facts import AVERAGE
+from ...facts import PAPER_LABELS as DATASET_LABELS
+from ...facts import PAPER_ORDER as _PAPER_ORDER
 
 GENERATED = "_generated"
 #: report files copied into the book (everything else in the report folder is ignored)

@@ -1,7 +1,8 @@
 """Figures of the predictive-performance stage: adversarial accuracy vs ε (paper Fig. 5) and per-class
 integrated-gradient maps (paper Fig. 4), drawn from result frames with seaborn in the report's theme (:mod:`.style`).
 
-The computations live in :mod:`ctbench.evaluation.robustness` and :mod:`ctbench.evaluation.attribution`; this module
+The computations live in :mod:`ctbench.evaluation.robustness` and :mod:`ctbench.evaluation.integrated_gradients`; this
+module
 only draws, so the core never imports plotting code.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..io import save_figure
+from ...io import save_figure
 from .style import palette, styled
 
 
@@ -33,7 +34,7 @@ def robustness_figure(df: pd.DataFrame, hue: str = "model", col: str = "attack",
     ``df`` holds :func:`~ctbench.evaluation.robustness.robustness_curve` rows (``attack``, ``eps``, ``accuracy``),
     usually several concatenated with a ``hue`` column. Rows that share (panel, hue, attack, ε) — e.g. training seeds
     — are drawn as their mean with a min–max band. With ``col`` other than ``attack`` the attacks share a panel and
-    differ by line style. Colours come from :func:`~ctbench.report.style.palette` (as many as hue values, none
+    differ by line style. Colours come from :func:`~ctbench.report.figures.style.palette` (as many as hue values, none
     repeated) and the legend sits below the panels. Returns the matplotlib ``Figure``.
     """
     import seaborn as sns
@@ -82,7 +83,7 @@ def robustness_figure(df: pd.DataFrame, hue: str = "model", col: str = "attack",
 def plot_attribution_maps(maps, path: str | Path, titles: Sequence[str] | None = None, cmap: str = "viridis",
                           ncols: int | None = None) -> list[Path]:
     """Heat-map grid of per-class attribution maps (``(K, H, W)``, or ``(K, D)`` drawn as 1×D strips), all on the
-    common [0, 1] scale of :func:`~ctbench.evaluation.attribution.class_attribution_maps` with one colour bar.
+    common [0, 1] scale of :func:`~ctbench.evaluation.integrated_gradients.class_attribution_maps` with one colour bar.
 
     Writes ``<path>.png`` and ``<path>.pdf`` (Agg canvas) and returns their paths.
     """

@@ -1,4 +1,4 @@
-"""The catalog of facts (ctbench.catalog): the registry, the workflow, its rules and schema, and the report agree
+"""The catalog of facts (ctbench.facts): the registry, the workflow, its rules and schema, and the report agree
 with it, and a user's dataset takes its family and label from its loader."""
 
 import re
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ctbench import catalog
-from ctbench.catalog import DATASETS, EXPERIMENTS, GRIDS, PAPER_DATASETS, PATHS, TUNING_GRIDS
+from ctbench import facts
 from ctbench.data import available, load_dataset, registry
 from ctbench.errors import ConfigError
+from ctbench.facts import DATASETS, EXPERIMENTS, GRID_NAMES, PAPER_DATASETS, PATHS, TUNING_GRIDS
 from ctbench.workflow import Workflow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,20 +22,20 @@ PAPER = yaml.safe_load((ROOT / "workflow/config/paper.yaml").read_text())
 def test_the_papers_datasets_labels_and_order():
     assert PAPER_DATASETS == ("lin_sep", "circles", "moons", "over", "adult", "california_housing", "credit_default",
                               "gmsc", "mnist")
-    assert catalog.PAPER_ORDER == ("LS", "Circ", "Moon", "OL", "Adult", "CH", "Cred", "GMSC", "MNIST")
-    assert catalog.SYNTHETIC == ("lin_sep", "circles", "moons", "over")
-    assert catalog.final_hyperparameters("moons") == {"batch_size": 30, "tau": 0.9, "nce": 1000, "lambda_reg": 0.25}
-    assert catalog.final_hyperparameters("gauss10") == catalog.DEFAULT_FINAL  # not in the paper's table
-    assert set(catalog.BLACK2022_LABELS.values()) < set(catalog.BLACK2022_ORDER)  # Warfarin: no loader
+    assert facts.PAPER_ORDER == ("LS", "Circ", "Moon", "OL", "Adult", "CH", "Cred", "GMSC", "MNIST")
+    assert facts.SYNTHETIC == ("lin_sep", "circles", "moons", "over")
+    assert facts.published_hyperparameters("moons") == {"batch_size": 30, "tau": 0.9, "nce": 1000, "lambda_reg": 0.25}
+    assert facts.published_hyperparameters("gauss10") == facts.DEFAULT_FINAL  # not in the paper's table
+    assert set(facts.BLACK2022_LABELS.values()) < set(facts.BLACK2022_ORDER)  # Warfarin: no loader
 
 
 def test_catalog_and_registry_agree():
     info = available()
     assert set(DATASETS) <= set(info)
-    for name, facts in DATASETS.items():
-        assert info[name]["family"] == facts.family, name
-        assert info[name]["label"] == facts.label, name
-        assert registry.family(name) == facts.family
+    for name, known in DATASETS.items():
+        assert info[name]["family"] == known.family, name
+        assert info[name]["label"] == known.label, name
+        assert registry.family(name) == known.family
     # the paper's short labels are aliases of the loaders: `ctbench data prepare LS` works
     for name in PAPER_DATASETS:
         if name != "adult":
@@ -71,15 +71,15 @@ def test_an_unknown_name_lists_the_known_ones_and_says_how_to_register():
 
 
 def test_path_templates():
-    assert catalog.fields("grid_chunk") == {"results", "grid", "dataset", "key", "chunk", "seed"}
-    assert catalog.path("evaluation", "R/", experiment="single", dataset="lin_sep", seed=0) == \
+    assert facts.fields("grid_chunk") == {"results", "grid", "dataset", "key", "chunk", "seed"}
+    assert facts.path("evaluation", "R/", experiment="single", dataset="lin_sep", seed=0) == \
         "R/eval/single/lin_sep_s0.csv.gz"
-    assert catalog.pattern("model", "R", dataset="{{dataset}}") == \
+    assert facts.pattern("model", "R", dataset="{{dataset}}") == \
         "R/models/{folder}/{{dataset}}/{objective}_s{seed}.pt"
     with pytest.raises(ValueError, match=r"takes the fields \['dataset', 'seed'\]"):
-        catalog.path("robustness", "R", dataset="lin_sep")
+        facts.path("robustness", "R", dataset="lin_sep")
     with pytest.raises(ValueError, match="no result path 'evals'"):
-        catalog.path("evals", "R")
+        facts.path("evals", "R")
 
 
 def _every_path(w: Workflow) -> list[str]:
@@ -109,9 +109,9 @@ def test_schema_vocabularies_are_the_catalogs():
 
     schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())["properties"]
     assert schema["experiments"]["items"]["enum"] == list(EXPERIMENTS)
-    assert schema["grids"]["properties"]["names"]["items"]["enum"] == list(GRIDS)
+    assert schema["grids"]["properties"]["names"]["items"]["enum"] == list(GRID_NAMES)
     assert schema["tune"]["properties"]["names"]["items"]["enum"] == list(TUNING_GRIDS)
-    assert list(GRID_DEFINITIONS) == [*GRIDS, *TUNING_GRIDS]
+    assert list(GRID_DEFINITIONS) == [*GRID_NAMES, *TUNING_GRIDS]
     enums = re.findall(r"enum: \[([^\]]*)\]", (ROOT / "workflow/schemas/config.schema.yaml").read_text())
     assert not {v.strip() for e in enums for v in e.split(",")} & set(DATASETS)  # dataset names: the registry's
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pandas as pd
 
-from .book_md import _isnan, _note, _num, _read_csv, _sort, _table, _text
-from .markdown import frame_to_markdown
+from ..markdown import frame_to_markdown
+from .md import _isnan, _note, _num, _read_csv, _sort, _table, _text
 
 
 def render_verdicts(report: Path | None, verdicts: pd.DataFrame | None) -> tuple[str, str]:
     """(summary, table) Markdown of the claims ledger: one verdict per published version."""
-    from .claims import VERDICTS, VERSIONS, summarize
+    from ..claims import VERDICTS, VERSIONS, summarize
 
     if verdicts is None or verdicts.empty:
         return _note("verdicts.csv", "run `write_verdicts` or pass the claims file"), ""
@@ -121,7 +121,7 @@ def render_fidelity_switches() -> str:
     """The fidelity switches of ``ctbench.fidelity`` with their value in both modes (from the code, not a copy)."""
     from dataclasses import fields
 
-    from ..fidelity import PRESETS, Fidelity
+    from ...fidelity import PRESETS, Fidelity
 
     ref, pap, jul = PRESETS["reference"], PRESETS["paper"], PRESETS["reference_2025_07"]
     rows = []
@@ -139,7 +139,7 @@ def render_fidelity_effects(report: Path | None) -> str:
     if df is None:
         return _note("fidelity_effects.csv", "one run per switch flipped from `reference` to `paper`; expected "
                                              "columns switch, dataset, metric, reference, paper, delta")
-    from .book_tables import SETTING_COLUMNS, constant_columns, merge_columns
+    from .table_pages import SETTING_COLUMNS, constant_columns, merge_columns
 
     def pm(v: object, s: object) -> str:
         return _num(v, 3) + ("" if _isnan(s) else f"\u00a0±\u00a0{_num(s, 3)}")

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..experiments.grids import GRIDS
-from ..io import atomic_write_text, save_figure
+from ...experiments.grids import GRIDS
+from ...io import atomic_write_text, save_figure
 from .grid_figures import PARAM_LABELS, load_chunks, varied_parameters
 from .style import sequential, styled
 

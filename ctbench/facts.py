@@ -84,7 +84,7 @@ FAMILY_FACTS: dict[str, dict[str, int]] = {
 DEFAULT_FAMILY = "tabular"
 
 
-def final_hyperparameters(name: str) -> dict[str, Any]:
+def published_hyperparameters(name: str) -> dict[str, Any]:
     """The published final setting of a dataset (a copy), or :data:`DEFAULT_FINAL`."""
     facts = DATASETS.get(name)
     return dict(facts.final if facts is not None and facts.final is not None else DEFAULT_FINAL)
@@ -101,7 +101,7 @@ EXPERIMENTS: dict[str, tuple[str, ...]] = {
 #: objectives → the paper's model names
 OBJECTIVE_LABELS = {"full": "CT", "vanilla": "BL", "energy": "CD", "adversarial": "AR"}
 #: the appendix grid searches (Notes 3, 5, 7) and the key-parameter tuning grids (Notes 9, 11)
-GRIDS = ("gen_params", "penalties", "training_params")
+GRID_NAMES = ("gen_params", "penalties", "training_params")
 TUNING_GRIDS = ("tune", "tune_lr")
 #: the published versions of the paper (the first is the one reproduced) and Black et al.'s consistency paper
 VERSION_LABELS = {"preprint_2025_07": "July 2025 preprint", "satml_2026": "final (SaTML 2026)",

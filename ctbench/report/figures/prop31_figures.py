@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..experiments.prop31.closed_form import ARMS, relative_sensitivity
-from ..experiments.prop31.simulation import IMM, MUT
-from ..io import save_figure
+from ...experiments.prop31.closed_form import ARMS, relative_sensitivity
+from ...experiments.prop31.simulation import IMM, MUT
+from ...io import save_figure
 
 # -- plots ---------------------------------------------------------------------------------------------------------
 _ARM_NAMES = {"u": "unprotected CT", "p": "protected CT", "bl": "baseline (CE only)"}

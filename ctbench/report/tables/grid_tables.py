@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .grid_figures import varied_parameters
+from ..figures.grid_figures import varied_parameters
 
 METRICS = ["ip_change_pct", "cost_change_pct", "share_mature_last", "acc_test_ct", "acc_test_bl"]
 

@@ -5,11 +5,13 @@ the July 2025 preprint) and the final hyper-parameters (its appendix Table 2), e
   models of each grid and dataset, from the chunk CSVs of ``ctbench grid run``: mean, standard deviation and standard
   error over *models* (each model once, not once per test-time λ_egy row). The paper retrained BL at every grid point
   (so its "Vanilla" rows vary); here one BL per baseline key serves the whole grid.
-* :func:`final_hyperparameters` — the settings the final ``single`` CT models were trained with (their ``*.pt.json``
+* :func:`final_hyperparameters_table` — the settings the final ``single`` CT models were trained with (their
+  ``*.pt.json``
   sidecars: sizes, batch size, domain, τ, nce, λ_reg and the rest of the objective), the tuning stage's choice where
   ``best.json`` files are given, and the paper's Table 2 (``published/final_hyperparameters.csv``).
 * :func:`write_appendix` — both as CSV + Markdown in the report folder, and the tuning figures
-  (:mod:`.tuning_figures`) under ``tuning/``; called by ``ctbench report`` (:func:`.tables.write_extras`).
+  (:mod:`..figures.tuning_figures`) under ``tuning/``; called by ``ctbench report``
+  (:func:`.paper_tables.write_extras`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .tables import PAPER_LABELS, PAPER_ORDER, PUBLISHED_DIR, _sort, _write_table
+from .paper_tables import PAPER_LABELS, PAPER_ORDER, PUBLISHED_DIR, _sort, _write_table
 
 #: appendix table of the July 2025 preprint for each grid's predictive performance
 PERFORMANCE_TABLE = {"gen_params": 4, "penalties": 5, "training_params": 6}
@@ -114,7 +116,7 @@ def _one(values: pd.Series) -> Any:
     return vals[0] if len(vals) == 1 else (" / ".join(map(str, vals)) if vals else None)
 
 
-def final_hyperparameters(model_sidecars: Iterable[str | Path], tuned: Iterable[str | Path] = (),
+def final_hyperparameters_table(model_sidecars: Iterable[str | Path], tuned: Iterable[str | Path] = (),
                           published: str | Path | None = PUBLISHED_DIR / "final_hyperparameters.csv",
                           experiment: str = "single") -> pd.DataFrame:
     """Appendix Table 2 from the ``experiment``'s CT models (``<results>/models/<experiment>/<dataset>/full_s*.pt``
@@ -161,7 +163,7 @@ def write_appendix(out: str | Path, *, grids: Iterable[str | Path] = (), models:
                    tuned: Iterable[str | Path] = (), published_dir: str | Path | None = PUBLISHED_DIR
                    ) -> dict[str, Any]:
     """``grid_performance``, ``final_hyperparameters`` (CSV + MD) and ``tuning/*`` figures into ``out``."""
-    from .tuning_figures import split_tuning, write_tuning_figures
+    from ..figures.tuning_figures import split_tuning, write_tuning_figures
 
     out = Path(out)
     written: dict[str, Any] = {}
@@ -175,9 +177,9 @@ def write_appendix(out: str | Path, *, grids: Iterable[str | Path] = (), models:
             written["tuning"] = [str(p.relative_to(out)) for p in write_tuning_figures(tune_paths, out / "tuning")]
     models = list(models)
     if models:
-        _write_table(final_hyperparameters(models, tuned, pub / "final_hyperparameters.csv" if pub else None), out,
-                     "final_hyperparameters", written)
+        table = final_hyperparameters_table(models, tuned, pub / "final_hyperparameters.csv" if pub else None)
+        _write_table(table, out, "final_hyperparameters", written)
     return written
 
 
-__all__ = ["PERFORMANCE_TABLE", "final_hyperparameters", "grid_performance", "write_appendix"]
+__all__ = ["PERFORMANCE_TABLE", "final_hyperparameters_table", "grid_performance", "write_appendix"]

@@ -1,15 +1,15 @@
 """Build the Jupyter Book (``paper/``) from a report folder, offline.
 
-:func:`build_book` renders the includes (:func:`~.book_includes.render_includes`: the report outputs copied into
+:func:`build_book` renders the includes (:func:`~.includes.render_includes`: the report outputs copied into
 ``_generated/report/``, one Markdown include per table or figure, our values next to the published ones) and runs
 ``jupyter-book build`` in a subprocess. A strict build (the default) turns Sphinx warnings into errors and then
 scans the HTML for MyST or Markdown that was shown as text instead of rendered (:func:`unrendered_markup`), since
 such markup raises no Sphinx warning. Nothing is trained or executed; MathJax is bundled (``sphinx-mathjax-offline``)
 so the HTML reads without a network.
 
-The renderers live in :mod:`.book_md` (Markdown helpers), :mod:`.book_tables` (result tables),
-:mod:`.book_figures` (figures, Proposition 3.1, grids), :mod:`.book_meta` (verdicts, provenance, CPU time) and
-:mod:`.book_includes` (the include pages); import them from there.
+The renderers live in :mod:`.md` (Markdown helpers), :mod:`.table_pages` (result tables),
+:mod:`.figure_pages` (figures, Proposition 3.1, grids), :mod:`.meta_pages` (verdicts, provenance, CPU time) and
+:mod:`.includes` (the include pages); import them from there.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from .book_includes import render_includes
+from .includes import render_includes
 
 
 class BookBuildError(RuntimeError):

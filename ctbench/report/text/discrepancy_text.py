@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..catalog import PAPER_LABELS, VERSION_LABELS
-from .table1 import AGREE, PRIMARY, agreement, published_versions
+from ...facts import PAPER_LABELS, VERSION_LABELS
+from ..tables.table1 import AGREE, PRIMARY, agreement, published_versions
 
 #: this reproduction's target for Table 1 (issue 11): cells agreeing with July or inside the authors' range
 TABLE1_TARGET = 24

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..catalog import OBJECTIVE_LABELS
-from .book_md import _figure, _note, _num, _read_csv, _sort
-from .book_tables import constant_columns, merge_columns
-from .markdown import frame_to_markdown
+from ...facts import OBJECTIVE_LABELS
+from ..markdown import frame_to_markdown
+from .md import _figure, _note, _num, _read_csv, _sort
+from .table_pages import constant_columns, merge_columns
 
 #: figures of chapter 4: file → caption
 PAPER_FIGURES = {
@@ -96,8 +96,8 @@ def render_prop31(report: Path | None) -> tuple[str, str]:
 
 
 def render_prop31_findings(report: Path | None) -> str:
-    """The Prop 3.1 page's prose, every number from the run's own summary (:mod:`.prop31_text`)."""
-    from .prop31_text import render_findings, render_violations
+    """The Prop 3.1 page's prose, every number from the run's own summary (:mod:`..text.prop31_text`)."""
+    from ..text.prop31_text import render_findings, render_violations
 
     summary = report / "prop31" / "prop31_summary.csv" if report is not None else None
     if summary is None or not summary.exists():
@@ -108,13 +108,13 @@ def render_prop31_findings(report: Path | None) -> str:
 
 
 def render_prop31_settings(report: Path | None) -> str:
-    from .prop31_text import render_settings_section  # both arms per setting, with the negative controls
+    from ..text.prop31_text import render_settings_section  # both arms per setting, with the negative controls
 
     return render_settings_section(report)
 
 
 def render_grids(report: Path | None) -> str:
-    from .appendix_book import grid_caption
+    from .appendix_pages import grid_caption
 
     gdir = report / "grids" if report is not None else None
     if gdir is None or not gdir.is_dir():

@@ -1,5 +1,5 @@
 """The book's includes for the consistency chapter (``paper/consistency.md``), from the report's consistency tables
-(:mod:`.consistency`). A missing table gives a "not yet run" note, never an error."""
+(:mod:`..tables.consistency_tables`). A missing table gives a "not yet run" note, never an error."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from .consistency import DATASET_ORDER
-from .consistency_text import _note, _read  # the chapter's shared file helpers live with its prose
-from .markdown import frame_to_markdown
+from ..markdown import frame_to_markdown
+from ..tables.consistency_tables import DATASET_ORDER
+from ..text.consistency_text import _note, _read  # the chapter's shared file helpers live with its prose
 
 #: rows of 003's Table 1, in the paper's order
 TABLE1_ROWS = ["Min L1", "Min L1 + SNS", "Min L2", "Min L2 + SNS", "Min eps PGD", "Min eps PGD + SNS",
@@ -30,7 +30,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def render_table1(report: Path | None) -> str:
     """003's Table 1 as the paper lays it out: one row per method, LOO / RS per dataset, ours over the paper's."""
     t = _read(report, "consistency_table1")
-    pub = pd.read_csv(Path(__file__).resolve().parent / "published" / "black2022_table1_invalidation.csv")
+    pub = pd.read_csv(Path(__file__).resolve().parent.parent / "published" / "black2022_table1_invalidation.csv")
     if t is None:
         return _note("consistency_table1.csv", "part `black2022`")
     cols = [d for d in DATASET_ORDER if d in set(t["dataset"]) or d == "Warfarin"]
@@ -159,8 +159,8 @@ def render_models(report: Path | None) -> str:
 
 
 def pages(report: Path | None) -> dict[str, str]:
-    """Include name → Markdown for ``book.render_includes`` (tables here, prose from :mod:`.consistency_text`)."""
-    from .consistency_text import pages as text_pages
+    """Include name → Markdown for ``book.render_includes`` (tables here, prose from :mod:`..text.consistency_text`)."""
+    from ..text.consistency_text import pages as text_pages
 
     return {"consistency_table1": render_table1(report), "consistency_cost": render_cost(report),
             "consistency_r2": render_r2(report), "consistency_pairs": render_pairs(report),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .book_figures import (
+from .figure_pages import (
     render_grids,
     render_paper_figures,
     render_prop31,
@@ -16,8 +16,8 @@ from .book_figures import (
     render_prop31_settings,
     render_robustness,
 )
-from .book_md import COPY_SUFFIXES, GENERATED
-from .book_meta import (
+from .md import COPY_SUFFIXES, GENERATED
+from .meta_pages import (
     render_benchmarks,
     render_fidelity_effects,
     render_fidelity_switches,
@@ -25,7 +25,7 @@ from .book_meta import (
     render_provenance,
     render_verdicts,
 )
-from .book_tables import (
+from .table_pages import (
     _cell_reduction,
     _flag_abs,
     _flag_ig,
@@ -71,7 +71,7 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
     elif claims_yaml is not False:
         path = Path(claims_yaml) if claims_yaml not in (None, True) else book.resolve().parent / "claims.yaml"
         if path.exists():
-            from .claims import evaluate_claims
+            from ..claims import evaluate_claims
 
             verdicts = evaluate_claims(path, src if src is not None else dst)
             verdicts.to_csv(dst / "verdicts.csv", index=False)
@@ -142,14 +142,14 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
         "fidelity_switches": render_fidelity_switches(),
         "fidelity_effects": render_fidelity_effects(src),
     }
-    from .consistency_book import pages as consistency_pages
+    from .consistency_pages import pages as consistency_pages
 
     pages.update(consistency_pages(src))
-    from .appendix_book import pages as appendix_pages  # appendix Tables 2, 4-6, Figures 4-5, 30-65
+    from .appendix_pages import pages as appendix_pages  # appendix Tables 2, 4-6, Figures 4-5, 30-65
 
     pages.update(appendix_pages(src))
-    from .discrepancy_text import render_switch_findings, render_table1_findings, render_variant_findings
-    from .tables import PUBLISHED_DIR
+    from ..tables.paper_tables import PUBLISHED_DIR
+    from ..text.discrepancy_text import render_switch_findings, render_table1_findings, render_variant_findings
 
     pages["discrepancy_table1"] = render_table1_findings(src) if src is not None else ""
     pages["discrepancy_switches"] = render_switch_findings(src, PUBLISHED_DIR) if src is not None else ""

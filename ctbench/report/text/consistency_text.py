@@ -373,7 +373,7 @@ def render_compute_text(report: Path | None) -> str:
 
 
 def pages(report: Path | None) -> dict[str, str]:
-    """Include name → Markdown, added to :func:`.consistency_book.pages`."""
+    """Include name → Markdown, added to :func:`..book.consistency_pages.pages`."""
     return {"consistency_table1_text": render_table1_text(report), "consistency_r2_text": render_r2_text(report),
             "consistency_answer_text": render_answer_text(report),
             "consistency_compute_text": render_compute_text(report)}

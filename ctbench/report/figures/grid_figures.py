@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..experiments.grids import GRIDS, epochs_path
-from ..io import save_figure
+from ...experiments.grids import GRIDS, epochs_path
+from ...io import save_figure
 from .style import palette, styled
 
 #: column of each grid parameter in a chunk CSV, and its axis label

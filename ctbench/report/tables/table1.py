@@ -25,14 +25,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..catalog import PAPER_ORDER, VERSION_LABELS
-from ..evaluation.aggregate import reduction_table
-from ..evaluation.seeds import pool_seeds
-from ..evaluation.seeds import seed_level as _seed_level
+from ...evaluation.aggregate import reduction_table
+from ...evaluation.seeds import pool_seeds
+from ...evaluation.seeds import seed_level as _seed_level
+from ...facts import PAPER_ORDER, VERSION_LABELS
 
 #: the version reproduced (``../shared/papers/000_…``), then the final version and the March 2025 preprint
 #: the published tables shipped with ctbench (defined here, below the claims rules and ``tables``, which both use it)
-PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
+PUBLISHED_DIR = Path(__file__).resolve().parent.parent / "published"
 PRIMARY = "preprint_2025_07"
 VERSIONS = ("preprint_2025_07", "satml_2026", "preprint_2025_03")
 #: the nine datasets of the paper (labels), in its order
