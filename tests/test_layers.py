@@ -145,8 +145,8 @@ def test_no_import_cycle():
 def test_every_stage_offers_jobs_and_run():
     from ctbench.experiments import STAGES, stage
 
-    assert set(STAGES) == {"evaluation", "robustness", "attributions", "grids", "fidelity", "consistency", "prop31",
-                           "figures", "bench"}
+    assert set(STAGES) == {"final", "evaluation", "robustness", "attributions", "grids", "fidelity", "consistency",
+                           "prop31", "figures", "bench"}
     for name in STAGES:
         mod = stage(name)
         assert callable(mod.jobs) and callable(mod.run), name
