@@ -18,3 +18,7 @@ class BadFileError(UserInputError):
 
 
 __all__ = ["BadFileError", "ConfigError", "UserInputError"]
+
+
+class MixedInputsError(BadFileError):
+    """The inputs of a report were made by different code versions (or, when publishing, with uncommitted changes)."""

@@ -98,6 +98,9 @@ EXPERIMENTS: dict[str, tuple[str, ...]] = {
     "mutability": ("full", "vanilla"),
     "ablation": ("full", "energy", "adversarial", "vanilla"),
 }
+#: Table 2's integrated-gradients protocol (reference §7.7): bootstrap rounds, samples per round, path steps; the
+#: defaults of ``ctbench attribution``, :func:`ctbench.evaluation.integrated_gradients.ig_rounds` and the workflow
+ATTRIBUTION = {"rounds": 100, "samples": 2500, "steps": 50}
 #: objectives → the paper's model names
 OBJECTIVE_LABELS = {"full": "CT", "vanilla": "BL", "energy": "CD", "adversarial": "AR"}
 #: the appendix grid searches (Notes 3, 5, 7) and the key-parameter tuning grids (Notes 9, 11)

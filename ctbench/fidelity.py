@@ -118,8 +118,11 @@ def check_switches(overrides: dict[str, Any] | None, where: str = "fidelity_over
 
 def resolve_fidelity(mode: str = "reference", overrides: dict[str, Any] | None = None) -> Fidelity:
     """Return the preset ``mode`` with individual switches overridden; unknown names and wrong types fail loudly
-    (:class:`~ctbench.errors.ConfigError`, which is a ``ValueError``)."""
+    (:class:`~ctbench.errors.ConfigError`, which is a ``ValueError``). A :class:`Fidelity` without overrides is
+    returned as it is, so every function that takes "a mode name or a Fidelity" calls this once."""
     if isinstance(mode, Fidelity):
+        if not overrides:
+            return mode
         base = mode
     elif not isinstance(mode, str) or mode not in PRESETS:
         raise ConfigError(f"fidelity: unknown mode {mode!r}; choose one of {sorted(PRESETS)}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -23,10 +25,27 @@ def _current_umask() -> int:
 
 
 _UMASK = _current_umask()
+#: the open :func:`recording_writes` sets (innermost last): every file written by :func:`atomic_write` is added
+_RECORDERS: list[set[Path]] = []
 
 
-def _atomic_write(path: str | Path, write) -> Path:
+@contextlib.contextmanager
+def recording_writes():
+    """Collect the resolved path of every file written through this module's writers inside the ``with`` block:
+    ``ctbench report`` uses it to know which files of its folder it made in this run."""
+    paths: set[Path] = set()
+    _RECORDERS.append(paths)
+    try:
+        yield paths
+    finally:
+        _RECORDERS.remove(paths)
+
+
+def atomic_write(path: str | Path, write) -> Path:
+    """Write ``path`` through ``write(binary file)`` into a temporary file beside it, then rename it into place."""
     path = Path(path)
+    for paths in _RECORDERS:
+        paths.add(path.resolve())
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -43,7 +62,7 @@ def _atomic_write(path: str | Path, write) -> Path:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    return _atomic_write(path, lambda fh: fh.write(data))
+    return atomic_write(path, lambda fh: fh.write(data))
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
@@ -51,11 +70,26 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
 
 
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n")
+    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=jsonable) + "\n")
+
+
+def write_frame(df: Any, out: str | Path, meta: dict[str, Any]) -> Path:
+    """A result table and its sidecar, the one writer of both: ``out`` as CSV (gzip level 1 with mtime 0 when it ends
+    in ``.gz``, so the same frame gives the same bytes) and ``<out>.json`` with ``meta``, each atomically."""
+    import gzip
+
+    out = Path(out)
+    text = df.to_csv(index=False)
+    if out.suffix == ".gz":
+        atomic_write_bytes(out, gzip.compress(text.encode(), compresslevel=1, mtime=0))
+    else:
+        atomic_write_text(out, text)
+    atomic_write_json(out.with_name(out.name + ".json"), meta)
+    return out
 
 
 def atomic_torch_save(obj: Any, path: str | Path) -> Path:
-    return _atomic_write(path, lambda fh: torch.save(obj, fh))
+    return atomic_write(path, lambda fh: torch.save(obj, fh))
 
 
 def save_figure(fig: Any, path: str | Path, dpi: int = 150) -> list[Path]:
@@ -97,7 +131,8 @@ def read_csv_file(path: str | Path, what: str = "CSV file"):
                            "it is truncated, empty or not a CSV file. Run the step that writes it again.") from None
 
 
-def _jsonable(o: Any):
+def jsonable(o: Any):
+    """``json.dumps(default=...)`` for arrays, tensors and paths."""
     if hasattr(o, "tolist"):
         return o.tolist()
     if isinstance(o, Path):
@@ -106,17 +141,28 @@ def _jsonable(o: Any):
 
 
 @lru_cache(maxsize=1)
-def git_commit() -> str | None:
-    """The commit of the ctbench checkout (``+dirty`` if it has uncommitted changes), or None outside git."""
-    root = Path(__file__).resolve().parent.parent
+def git_commit(root: str | Path | None = None) -> str | None:
+    """The commit of the ctbench checkout (or of the git work tree ``root``), or None outside git. Uncommitted changes
+    to tracked files are marked with a digest of the diff, ``<sha>+dirty.<8 hex>``, so two different uncommitted
+    states are two code versions (cached per process: the code of a running process does not change)."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parent.parent
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                              timeout=5, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                                capture_output=True, text=True, timeout=5).stdout.strip()
-        return rev + ("+dirty" if dirty else "")
+        if not dirty:
+            return rev
+        diff = subprocess.run(["git", "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff"], cwd=root,
+                              capture_output=True, timeout=30, check=True).stdout
+        return f"{rev}+dirty.{hashlib.sha256(diff).hexdigest()[:8]}"
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+def is_dirty(version: str | None) -> bool:
+    """Whether a code version of :func:`git_commit` carries uncommitted changes (older results wrote ``+dirty``)."""
+    return "+dirty" in str(version or "")
 
 
 def machine() -> dict[str, Any]:

@@ -309,6 +309,22 @@ def test_the_committed_book_builds_strict_with_compact_tables(tmp_path):
     # the variant run kept beside the committed set (paper/results/variants/) is rendered, not "no variant run"
     discrepancies = (html.parent / "discrepancies.html").read_text()
     assert "reference_2025_07" in discrepancies and "No variant run" not in discrepancies
+    # the committed set was made by several code versions: the first page says so (issue 20 item 2)
+    assert "Mixed result set" in (html.parent / "intro.html").read_text()
+
+
+def test_the_first_page_says_whether_the_result_set_is_mixed(tmp_path):
+    from ctbench.report.book.meta_pages import render_result_set
+
+    committed = render_result_set(bookmod.committed_results(ROOT / "paper"))
+    assert committed.startswith("```{warning}\n**Mixed result set.**")
+    assert "`b820a31` (uncommitted changes)" in committed
+    assert "_generated/result_set.md" in (ROOT / "paper" / "intro.md").read_text()
+    (tmp_path / "provenance.json").write_text(json.dumps({"input_code_versions": {"evaluations": {"a" * 40: 3},
+                                                                                  "models": {"a" * 40: 2}}}))
+    assert render_result_set(tmp_path) == ("Every number in this book was made by one code version, `aaaaaaa` "
+                                           "(5 input files).\n")
+    assert "records no code versions" in render_result_set(tmp_path / "missing")
 
 
 def test_fidelity_effects_and_prop31_tables_are_compact(tmp_path):

@@ -91,6 +91,40 @@ def layer_violations(pkg: Path) -> list[str]:
     return bad
 
 
+#: the core's internal order, lowest first: a core module imports only from its own tier or a lower one
+CORE_TIERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("facts", frozenset({"facts"})),
+    ("utilities", frozenset({"", "errors", "checks", "io", "yaml12"})),  # "": the package's __init__
+    ("fidelity", frozenset({"fidelity"})),
+    ("data/config", frozenset({"data", "config", "constraints", "paper_settings"})),
+    ("generators", frozenset({"generators", "models", "stacked"})),
+    ("evaluation", frozenset({"evaluation"})),
+    ("training", frozenset({"training"})),
+)
+
+
+def _tier(module: str) -> int | None:
+    top = module.split(".")[1] if "." in module else ""
+    return next((i for i, (_, tops) in enumerate(CORE_TIERS) if top in tops), None)
+
+
+def core_order_violations(pkg: Path) -> list[str]:
+    """Every core import against :data:`CORE_TIERS`, and every core module that is in no tier."""
+    modules = _modules(pkg)
+    bad = []
+    for mod, path in sorted(modules.items()):
+        if _layer(mod) != "core":
+            continue
+        tier = _tier(mod)
+        if tier is None:
+            bad.append(f"{mod} is in no tier of the core's order (add it to CORE_TIERS)")
+            continue
+        for i in sorted(_imports(path, pkg, modules)):
+            if i in modules and _layer(i) == "core" and (_tier(i) or 0) > tier:
+                bad.append(f"{mod} ({CORE_TIERS[tier][0]}) imports {i} ({CORE_TIERS[_tier(i)][0]})")
+    return bad
+
+
 def import_cycles(pkg: Path) -> list[list[str]]:
     """The strongly connected components with more than one module (Tarjan) of the import graph."""
     graph, index, low, stack, on, out = _graph(pkg), {}, {}, [], set(), []
@@ -137,6 +171,12 @@ def test_the_package_is_layered():
     assert not bad, "imports against the layering:\n" + "\n".join(bad)
 
 
+def test_the_core_keeps_its_internal_order():
+    """facts → utilities → fidelity → data/config → generators → evaluation → training (issue 22 item 4)."""
+    bad = core_order_violations(PKG)
+    assert not bad, "imports against the core's order:\n" + "\n".join(bad)
+
+
 def test_no_import_cycle():
     cycles = import_cycles(PKG)
     assert not cycles, f"import cycles between ctbench modules: {cycles}"
@@ -176,6 +216,20 @@ def test_the_layer_check_fails_on_a_bad_module(copy_of_package, where, text, exp
     assert layer_violations(copy_of_package) == []
     (copy_of_package / where).write_text(text)
     assert any(expected in v for v in layer_violations(copy_of_package)), layer_violations(copy_of_package)
+
+
+@pytest.mark.parametrize("where, text, expected", [
+    ("facts_bad.py", "", "in no tier"),
+    ("fidelity.py", "\n\ndef _bad():\n    from .data import load_dataset\n", "(fidelity) imports ctbench.data"),
+    ("data/bad.py", "from ..generators import make_generator\n", "(data/config) imports ctbench.generators"),
+    ("generators/bad.py", "def f():\n    from ..evaluation import protocol\n", "(generators) imports"),
+    ("evaluation/bad.py", "from ..training import train\n", "(evaluation) imports ctbench.training"),
+])
+def test_the_core_order_check_fails_on_a_bad_module(copy_of_package, where, text, expected):
+    assert core_order_violations(copy_of_package) == []
+    path = copy_of_package / where
+    path.write_text((path.read_text() if path.exists() else "") + text)
+    assert any(expected in v for v in core_order_violations(copy_of_package)), core_order_violations(copy_of_package)
 
 
 def test_the_cycle_check_fails_on_a_cycle(copy_of_package):

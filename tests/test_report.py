@@ -90,6 +90,126 @@ def test_provenance_records_machine_config_and_input_code_versions(tmp_path):
     p = json.loads((tmp_path / "out" / "provenance.json").read_text())
     assert p["config"] == {"seeds": [0, 1]} and p["profile"] == "paper"
     assert p["machine"]["cpus"] >= 1
-    assert p["input_code_versions"]["evaluations"] == {"abc": 1}
-    from ctbench.report.tables.paper_tables import _input_commits
-    assert _input_commits([], [m])["models"] == {"def+dirty": 1}
+    assert p["input_code_versions"]["evaluations"] == {"abc": 1} and p["mixed"] is False
+    write_extras(tmp_path / "out", evaluations=[ev], models=[m])
+    p = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    assert p["input_code_versions"]["models"] == {"def+dirty": 1}
+    assert p["mixed"] is True and p["code_versions"] == {"abc": 1, "def+dirty": 1} and p["dirty_inputs"] == 1
+
+
+def _report_args(outputs, out, *extra):
+    return ["report", "--eval", str(outputs / "single.csv.gz"), str(outputs / "mut.csv.gz"), "--attribution",
+            str(outputs / "ig.csv"), "--n-boot", "20", "--published", "none", *extra, "--out", str(out)]
+
+
+def test_a_stage_switched_off_is_neither_shown_nor_judged(outputs, tmp_path):
+    """Issue 20 item 3: a report written with robustness on, then again with it off (and the workflow's other stages
+    off): the old robustness files are moved aside, the book shows no robustness figure, the claim is not judged."""
+    from ctbench.report.book.includes import render_includes
+    from ctbench.report.claims import NOT_YET_RUN
+
+    claims = Path(__file__).resolve().parents[1] / "claims.yaml"
+    rep = tmp_path / "report"
+    assert main(_report_args(outputs, rep, "--robustness", str(outputs / "rob.csv"), "--claims", str(claims))) == 0
+    assert (rep / "robustness.png").exists() and (rep / "robustness.csv").exists()
+    judged = pd.read_csv(rep / "verdicts.csv", keep_default_na=False).set_index("claim")
+    assert judged.loc["robust_synthetic_same", "verdict"] != NOT_YET_RUN
+    (rep / "figure1.png").write_bytes(b"an earlier run's figure")  # a stage of an earlier run, off in this one
+    (rep / ".table1.csv.123.tmp").write_text("")                    # a writer's temporary file: left alone
+
+    assert main(_report_args(outputs, rep, "--claims", str(claims), "--stages")) == 0
+    for gone in ("robustness.png", "robustness.pdf", "robustness.csv", "robustness.md", "figure1.png"):
+        assert not (rep / gone).exists() and (tmp_path / "report.stale" / gone).exists(), gone
+    assert (rep / ".table1.csv.123.tmp").exists()
+    run = json.loads((rep / "index.json").read_text())["run"]
+    assert "robustness.csv" in run["moved_aside"] and run["stages"] == []
+    assert set(run["files"]) == {p.relative_to(rep).as_posix() for p in rep.rglob("*")
+                                 if p.is_file() and not p.name.startswith(".")}
+    verdicts = pd.read_csv(rep / "verdicts.csv", keep_default_na=False).set_index("claim")
+    assert verdicts.loc["robust_synthetic_same", "verdict"] == NOT_YET_RUN
+    assert "robustness.csv not in the report" in verdicts.loc["robust_synthetic_same", "note"]
+    pages = render_includes(rep, tmp_path / "book", claims_yaml=False)
+    assert "robustness.png" not in pages["robustness"].read_text().replace("Not yet run in this profile: "
+                                                                          "`robustness.png`", "")
+    assert "Not yet run" in pages["robustness"].read_text()
+    assert not (tmp_path / "book" / "_generated" / "report" / "robustness.png").exists()
+
+    # the workflow names the stages it runs: their files stay
+    (rep / "figure1.png").write_bytes(b"this run's figure")
+    assert main(_report_args(outputs, rep, "--stages", "figure1")) == 0
+    assert (rep / "figure1.png").exists()
+
+
+def _with_version(src: Path, dst: Path, commit: str) -> Path:
+    """A copy of an evaluation file whose sidecar says it was made by ``commit``."""
+    dst.write_bytes(src.read_bytes())
+    side = json.loads(Path(f"{src}.json").read_text())
+    side["provenance"]["git_commit"] = commit
+    Path(f"{dst}.json").write_text(json.dumps(side))
+    return dst
+
+
+def test_inputs_of_two_code_versions_are_refused_unless_allowed(outputs, tmp_path, capsys):
+    """Issue 20 item 2: one clear error naming the files and versions, exit code 2, nothing written; --allow-mixed
+    builds the set and marks it mixed in provenance.json."""
+    a = _with_version(outputs / "single.csv.gz", tmp_path / "single.csv.gz", "a" * 40)
+    b = _with_version(outputs / "mut.csv.gz", tmp_path / "mut.csv.gz", "b" * 40 + "+dirty.0123abcd")
+    rep = tmp_path / "report"
+    args = ["report", "--eval", str(a), str(b), "--n-boot", "20", "--published", "none", "--out", str(rep)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "2 code versions" in err and "a" * 40 in err and "b" * 40 + "+dirty.0123abcd" in err
+    assert str(a) in err and str(b) in err and "--allow-mixed" in err
+    assert not rep.exists()                                                   # nothing written
+
+    assert main([*args, "--allow-mixed"]) == 0
+    prov = json.loads((rep / "provenance.json").read_text())
+    assert prov["mixed"] is True and prov["code_versions"] == {"a" * 40: 1, "b" * 40 + "+dirty.0123abcd": 1}
+    assert prov["input_code_versions"]["evaluations"] == prov["code_versions"] and prov["dirty_inputs"] == 1
+    assert json.loads((rep / "index.json").read_text())["run"]["mixed"] is True
+    from ctbench.report.book.meta_pages import render_result_set
+    assert "Mixed result set" in render_result_set(rep)
+
+
+def test_a_publishing_report_refuses_uncommitted_inputs(outputs, tmp_path, capsys):
+    dirty = "c" * 40 + "+dirty.89abcdef"
+    a = _with_version(outputs / "single.csv.gz", tmp_path / "single.csv.gz", dirty)
+    b = _with_version(outputs / "mut.csv.gz", tmp_path / "mut.csv.gz", dirty)
+    rep = tmp_path / "report"
+    args = ["report", "--eval", str(a), str(b), "--n-boot", "20", "--published", "none", "--out", str(rep)]
+    assert main([*args, "--publish"]) == 2
+    err = capsys.readouterr().err
+    assert "uncommitted changes" in err and dirty in err and str(a) in err and not rep.exists()
+    assert main(args) == 0                                                    # one version: not mixed
+    prov = json.loads((rep / "provenance.json").read_text())
+    assert prov["mixed"] is False and prov["dirty_inputs"] == 2 and prov["code_versions"] == {dirty: 2}
+    from ctbench.report.book.meta_pages import render_result_set
+    assert "one code version, `ccccccc` (uncommitted changes)" in render_result_set(rep)
+
+
+def test_uncommitted_changes_are_a_code_version_of_their_own(tmp_path):
+    """``git_commit`` marks a dirty tree with a digest of its diff: two different dirty states, two versions."""
+    import subprocess
+
+    from ctbench.io import git_commit, is_dirty
+
+    def git(*a):
+        return subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "code.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "c")
+    version = git_commit.__wrapped__  # uncached
+    sha = git("rev-parse", "HEAD")
+    assert version(tmp_path) == sha and not is_dirty(sha)
+    (tmp_path / "code.py").write_text("x = 2\n")
+    one = version(tmp_path)
+    (tmp_path / "code.py").write_text("x = 3\n")
+    two = version(tmp_path)
+    assert one.startswith(f"{sha}+dirty.") and len(one) == len(sha) + 15 and is_dirty(one)
+    assert two.startswith(f"{sha}+dirty.") and one != two
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert version(tmp_path) == one                                   # the same diff, the same version
+    (tmp_path / "code.py").write_text("x = 1\n")
+    assert version(tmp_path) == sha

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from ..facts import ATTRIBUTION
+
 
 def _protocol_overrides(items: list[str] | None) -> dict:
     from ..evaluation.protocol import check_protocol_overrides
@@ -68,9 +70,9 @@ def add_cli(sub) -> None:
 
     a = sub.add_parser("attribution", help="integrated gradients on the protected features (Table 2)")
     a.add_argument("--model", action="extend", nargs="+", required=True, metavar="NAME=PATH")
-    a.add_argument("--rounds", type=int, default=100)
-    a.add_argument("--samples", type=int, default=2500)
-    a.add_argument("--steps", type=int, default=50)
+    a.add_argument("--rounds", type=int, default=ATTRIBUTION["rounds"])
+    a.add_argument("--samples", type=int, default=ATTRIBUTION["samples"])
+    a.add_argument("--steps", type=int, default=ATTRIBUTION["steps"])
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--experiment", default="")
     a.add_argument("--out", required=True)

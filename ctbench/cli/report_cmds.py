@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 
 def _config_json(text: str | None) -> dict | None:
-    import json
-
     from ..errors import ConfigError
 
     if not text:
@@ -23,6 +22,8 @@ def _config_json(text: str | None) -> dict | None:
 
 def _cmd_report(args) -> int:
     from ..errors import BadFileError
+    from ..io import atomic_write_json, recording_writes
+    from ..report.run_set import check_versions, code_versions, stale_name, sweep
     from ..report.tables.appendix_tables import write_appendix
     from ..report.tables.paper_tables import PUBLISHED_DIR, write_extras, write_report
 
@@ -31,26 +32,46 @@ def _cmd_report(args) -> int:
     missing = [f for f in inputs if not Path(f).is_file()]
     if missing:  # checked before anything is written
         raise BadFileError(f"report: input file(s) not found: {', '.join(missing)}")
+    by_kind = {"evaluations": args.eval, "models": args.models, "robustness": args.robustness,
+               "attribution": args.attribution, "grids": args.grids, "tuning": args.tuned,
+               "consistency": args.consistency}
+    # one code version (and, publishing, no uncommitted changes) or nothing is written
+    versions = check_versions(code_versions({k: v for k, v in by_kind.items() if v}),
+                              allow_mixed=args.allow_mixed, publish=args.publish)
+    out = Path(args.out)
     published = None if args.published == "none" else (args.published or PUBLISHED_DIR)
-    written = write_report(args.out, evaluations=args.eval or [], robustness=args.robustness or [],
-                           attribution=args.attribution or [], published_dir=published,
-                           benchmarks_dir=args.benchmarks, n_boot=args.n_boot)
-    written.update(write_extras(args.out, evaluations=args.eval or [], models=args.models or [],
-                                tuned=args.tuned or [], grids=args.grids or [], profile=args.profile,
-                                config=_config_json(args.config_json)))
-    # appendix Tables 2, 4-6 and Figures 30-65 (composed here: report.appendix builds on report.tables)
-    written.update(write_appendix(args.out, grids=args.grids or [], models=args.models or [],
-                                  tuned=args.tuned or []))
-    if args.consistency:
-        from ..report.tables.consistency_tables import write_consistency
+    with recording_writes() as made:
+        written = write_report(out, evaluations=args.eval or [], robustness=args.robustness or [],
+                               attribution=args.attribution or [], published_dir=published,
+                               benchmarks_dir=args.benchmarks, n_boot=args.n_boot)
+        written.update(write_extras(out, evaluations=args.eval or [], models=args.models or [],
+                                    tuned=args.tuned or [], grids=args.grids or [], profile=args.profile,
+                                    config=_config_json(args.config_json), versions=versions))
+        # appendix Tables 2, 4-6 and Figures 30-65 (composed here: report.appendix builds on report.tables)
+        written.update(write_appendix(out, grids=args.grids or [], models=args.models or [],
+                                      tuned=args.tuned or []))
+        if args.consistency:
+            from ..report.tables.consistency_tables import write_consistency
 
-        written.update(write_consistency(args.out, args.consistency, published))
+            written.update(write_consistency(out, args.consistency, published))
+    # the folder holds this run's files only, before the claims are judged on it (verdicts.* are rewritten below)
+    rewritten = {(out / f"verdicts.{s}").resolve() for s in ("csv", "md")} if args.claims else set()
+    kept, moved = sweep(out, made | rewritten, args.stages)
+    if moved:
+        print(f"ignored {len(moved)} file(s) not made by this run (a stage switched off, or an output no longer "
+              f"written), moved to {stale_name(out)}: {', '.join(moved)}")
     if args.claims:
         from ..report.claims import write_verdicts
 
-        write_verdicts(args.claims, args.out)
+        write_verdicts(args.claims, out)
         written["verdicts"] = "verdicts.csv"
-    print(f"wrote to {args.out}: {', '.join(written) or 'nothing (no inputs)'}")
+    index = json.loads((out / "index.json").read_text()) if (out / "index.json").exists() else {}
+    index["run"] = {"stages": args.stages, "files": sorted({*kept, *(p.name for p in rewritten)}),
+                    "moved_aside": moved, "mixed": versions["mixed"]}
+    atomic_write_json(out / "index.json", index)
+    if versions["mixed"]:
+        print(f"warning: mixed result set (--allow-mixed): code versions {versions['code_versions']}")
+    print(f"wrote to {out}: {', '.join(written) or 'nothing (no inputs)'}")
     return 0
 
 
@@ -132,6 +153,16 @@ def add_cli(sub) -> None:
                     help="the resolved workflow config as JSON (the workflow passes it), recorded in provenance.json")
     rp.add_argument("--benchmarks", help="folder of Snakemake benchmark files: adds CPU time per stage")
     rp.add_argument("--n-boot", dest="n_boot", type=int, default=1000)
+    rp.add_argument("--stages", nargs="*", default=None,
+                    help="the other stages this run enables that write into the report folder (figure1, "
+                         "mnist_figures, prop31, fidelity_study; the workflow passes them): their files stay, every "
+                         "other file this report did not write is moved to <out>.stale/. Default: keep every other "
+                         "stage's files")
+    rp.add_argument("--allow-mixed", dest="allow_mixed", action="store_true",
+                    help="build a report whose inputs carry different code versions, marked mixed in "
+                         "provenance.json and on the book's first page (default: refused, exit code 2)")
+    rp.add_argument("--publish", action="store_true",
+                    help="also refuse inputs made with uncommitted changes (the config's report: {publish: true})")
     rp.add_argument("--out", required=True, help="report folder")
     rp.set_defaults(func=_cmd_report)
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..io import _atomic_write, _jsonable
+from ..io import atomic_write, jsonable
 from .base import Dataset
 from .catalogue import FILES, RawFile
 
@@ -274,14 +274,14 @@ def save_cached(ds: Dataset, key: str, spec: dict[str, Any], cache_dir: str | os
     """Write ``ds`` as ``<name>/<key>.npz`` + ``<name>/<key>.meta.json``, each atomically (arrays first)."""
     npz, meta = cache_paths(ds.name, key, cache_dir)
     arrays = {k: getattr(ds, k) for k in _ARRAYS}
-    _atomic_write(npz, lambda fh: np.savez(fh, **arrays))
+    atomic_write(npz, lambda fh: np.savez(fh, **arrays))
     doc = {
         "key": key, "spec": spec, "name": ds.name, "feature_names": ds.feature_names, "n_classes": ds.n_classes,
         "domain": [list(map(float, ds.domain[0])), list(map(float, ds.domain[1]))] if ds.domain else None,
         "protected": ds.protected, "categorical_groups": ds.categorical_groups, "meta": ds.meta,
     }
-    text = json.dumps(doc, indent=1, sort_keys=True, default=_jsonable) + "\n"
-    _atomic_write(meta, lambda fh: fh.write(text.encode()))
+    text = json.dumps(doc, indent=1, sort_keys=True, default=jsonable) + "\n"
+    atomic_write(meta, lambda fh: fh.write(text.encode()))
 
 
 def load_cached(name: str, key: str, cache_dir: str | os.PathLike | None = None) -> Dataset | None:

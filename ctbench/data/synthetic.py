@@ -118,7 +118,7 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
                 gen_params[key] = float(value)
             except (TypeError, ValueError):
                 raise ValueError(f"dataset {name!r}: {key} must be a number, got {value!r}") from None
-    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
+    fid = resolve_fidelity(fidelity)
 
     n_train = _check_int("n_train", n_train, 1)
     n_val = _check_int("n_val", n_val, 0)

@@ -87,7 +87,7 @@ TRAIN_SHARE = 0.8
 # -- the shared pipeline (readers: .tabular_raw; encoding: .tabular_encoding) ------------------------------------
 
 def _fidelity(fidelity: Any) -> Fidelity:
-    return fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
+    return resolve_fidelity(fidelity)
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:

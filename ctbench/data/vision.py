@@ -131,7 +131,7 @@ def load_mnist(*, fidelity: Any = "reference", seed: int = 42, raw_dir: str | os
     if unknown:
         raise ValueError(f"dataset 'mnist': unknown parameter(s) {unknown}; known: {sorted(known)}")
     p = {**known, **params}
-    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
+    fid = resolve_fidelity(fidelity)
     seed = _check_int("seed", seed, 0)
     n_per_class = _check_int("n_per_class", p["n_per_class"], 1)
     n_val = _check_int("n_val", p["n_val"], 0)

@@ -32,6 +32,7 @@ import pandas as pd
 import torch
 
 from ctbench.evaluation.robustness import _as_x, _as_y, _device, eval_mode
+from ctbench.facts import ATTRIBUTION
 
 __all__ = [
     "integrated_gradients", "random_baseline", "data_range_baseline", "make_baseline", "draw_round_indices",
@@ -143,7 +144,8 @@ def integrated_gradients(model, X, target, baseline, steps: int = 50, batch_size
 
 
 # --------------------------------------------------------------------------------------------------- Table II
-def draw_round_indices(n: int, n_rounds: int = 100, n_samples: int = 2500, seed: int = 0) -> np.ndarray:
+def draw_round_indices(n: int, n_rounds: int = ATTRIBUTION["rounds"], n_samples: int = ATTRIBUTION["samples"],
+                       seed: int = 0) -> np.ndarray:
     """``(n_rounds, n_samples)`` indices into ``range(n)`` drawn with replacement (numpy ``default_rng(seed)``).
 
     Draw once and pass the array to :func:`ig_rounds` of both models (or give both the same ``seed``) so that CT and
@@ -179,9 +181,10 @@ def _protected_index(protected, D: int) -> np.ndarray:
     return p
 
 
-def ig_rounds(model, X, y, protected: Sequence[int] | np.ndarray, n_rounds: int = 100, n_samples: int = 2500,
-              seed: int = 0, steps: int = 50, indices: np.ndarray | None = None, baseline: str = "uniform",
-              output: str = "logit", batch_size: int = 8192, return_indices: bool = False):
+def ig_rounds(model, X, y, protected: Sequence[int] | np.ndarray, n_rounds: int = ATTRIBUTION["rounds"],
+              n_samples: int = ATTRIBUTION["samples"], seed: int = 0, steps: int = ATTRIBUTION["steps"],
+              indices: np.ndarray | None = None, baseline: str = "uniform", output: str = "logit",
+              batch_size: int = 8192, return_indices: bool = False):
     """Mean standardised IG on the protected features, one value per round (Table II's bootstrap).
 
     Each round r uses the test indices ``indices[r]`` (default: :func:`draw_round_indices` with ``seed``; pass the

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from ..facts import ATTRIBUTION
 from ..io import provenance
 from .evaluation import _model_meta, _per_model, load_models
 from .final_training import models_of
@@ -19,8 +20,9 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     att = config.get("attribution") or {}
     if not att.get("enabled", True) or "mutability" not in config["experiments"]:
         return []
-    sizes = {"n_rounds": int(att.get("rounds", 100)), "n_samples": int(att.get("samples", 2500)),
-             "steps": int(att.get("steps", 50))}
+    sizes = {"n_rounds": int(att.get("rounds", ATTRIBUTION["rounds"])),
+             "n_samples": int(att.get("samples", ATTRIBUTION["samples"])),
+             "steps": int(att.get("steps", ATTRIBUTION["steps"]))}
     return [{"experiment": "mutability", "dataset": d, "seed": int(s),
              "models": models_of(config, "mutability", d, int(s)), **sizes}
             for d in config["datasets"] for s in config["seeds"]]
@@ -32,8 +34,8 @@ def run(job: dict[str, Any]) -> pd.DataFrame:
     from ..evaluation.integrated_gradients import ig_rounds
 
     seed, experiment = int(job.get("seed", 0)), str(job.get("experiment", ""))
-    n_rounds, n_samples, steps = (int(job.get(k, d)) for k, d in (("n_rounds", 100), ("n_samples", 2500),
-                                                                   ("steps", 50)))
+    n_rounds, n_samples, steps = (int(job.get(f"n_{k}" if k != "steps" else k, ATTRIBUTION[k]))
+                                  for k in ("rounds", "samples", "steps"))
     models, data = load_models([f"{n}={p}" for n, p in job["models"].items()])
     if not data.protected:
         raise ValueError(f"dataset {data.name!r} has no protected features to attribute")

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..io import atomic_write_json, atomic_write_text, provenance
+from ..io import provenance, write_frame
 from .consistency_search import FRAME_COLUMNS, METHODS, SearchContext, check_methods, evaluate, search_methods
 from .invalidation import retraining_members, retraining_plan
 
@@ -305,18 +305,9 @@ def _with_meta(df: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
 
 
 def write(df: pd.DataFrame, out: str | Path) -> Path:
-    """``out`` (CSV, ``.csv.gz`` compressed) and ``out.json`` (``df.attrs["meta"]``), each atomically."""
-    out = Path(out)
-    text = df.to_csv(index=False)
-    if out.suffix == ".gz":
-        import gzip
-
-        from ..io import atomic_write_bytes
-        atomic_write_bytes(out, gzip.compress(text.encode(), mtime=0))
-    else:
-        atomic_write_text(out, text)
-    atomic_write_json(out.with_name(out.name + ".json"), df.attrs["meta"])
-    return out
+    """``out`` (CSV, ``.csv.gz`` compressed) and ``out.json`` (``df.attrs["meta"]``), each atomically
+    (:func:`ctbench.io.write_frame`)."""
+    return write_frame(df, out, df.attrs["meta"])
 
 
 __all__ = ["ARCHITECTURES", "DEFAULTS", "PARTS", "TABLE1_METHODS", "Architecture", "jobs",

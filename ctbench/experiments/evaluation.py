@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..data.registry import family
 from ..facts import EXPERIMENTS
-from ..io import atomic_write_json, atomic_write_text, provenance
+from ..io import provenance, write_frame
 from ..training.pipeline import TrainedModel, load_model
 from .final_training import models_of
 
@@ -51,19 +51,9 @@ def load_models(specs: list[str]) -> tuple[dict[str, TrainedModel], Any]:
 
 
 def write(df: pd.DataFrame, out: str | Path) -> Path:
-    """``out`` (CSV; ``.csv.gz`` compressed) and its ``.json`` sidecar (``df.attrs["meta"]``), each atomically."""
-    out = Path(out)
-    compression = "gzip" if out.suffix == ".gz" else None
-    if compression:
-        import gzip
-
-        from ..io import atomic_write_bytes
-
-        atomic_write_bytes(out, gzip.compress(df.to_csv(index=False).encode(), compresslevel=1, mtime=0))
-    else:
-        atomic_write_text(out, df.to_csv(index=False))
-    atomic_write_json(out.with_name(out.name + ".json"), df.attrs["meta"])
-    return out
+    """``out`` (CSV; ``.csv.gz`` compressed) and its ``.json`` sidecar (``df.attrs["meta"]``), each atomically
+    (:func:`ctbench.io.write_frame`)."""
+    return write_frame(df, out, df.attrs["meta"])
 
 
 def _model_meta(models: dict[str, TrainedModel]) -> dict[str, Any]:

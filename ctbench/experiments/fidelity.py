@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..io import atomic_write_json, atomic_write_text, provenance
+from ..io import atomic_write_text, provenance, write_frame
 from .fidelity_switches import SWITCHES, SwitchSpec, default_plan
 
 __all__ = ["COLUMNS", "METRICS", "SWITCHES", "SwitchSpec", "default_plan", "jobs", "merge_effects", "run", "run_effect",
@@ -160,11 +160,9 @@ def _reuse_models(configs: dict[str, dict[str, Any]], reuse: dict[str, str | Pat
 
 
 def write(df: pd.DataFrame, out_csv: str | Path) -> Path:
-    """``out_csv`` and its ``.json`` sidecar (``df.attrs["meta"]``), each atomically."""
-    out = Path(out_csv)
-    atomic_write_text(out, df.to_csv(index=False))
-    atomic_write_json(out.with_name(out.name + ".json"), df.attrs["meta"])
-    return out
+    """``out_csv`` and its ``.json`` sidecar (``df.attrs["meta"]``), each atomically
+    (:func:`ctbench.io.write_frame`)."""
+    return write_frame(df, out_csv, df.attrs["meta"])
 
 
 def _done(df: pd.DataFrame, side: dict[str, Any], out_csv: str | Path | None) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..facts import DATASETS, PAPER_DATASETS, SYNTHETIC
+from ..fidelity import PRESETS
 
 #: the paper's datasets without MNIST (a switch measured on every tabular and synthetic dataset)
 _NOT_VISION = tuple(d for d in PAPER_DATASETS if DATASETS[d].family != "vision")
@@ -44,35 +45,44 @@ class SwitchSpec:
     #: item of reference/ct_reference.md
     source: str
     description: str
+    #: the metrics of Table 1 this switch is about (the discrepancies chapter compares these; the effect table has all)
+    metrics: tuple[str, ...] = ("IP", "IP*", "Cost")
 
     def values(self) -> dict[str, Any]:
         return {"reference": self.reference, "paper": self.paper}
 
 
+def _presets(name: str) -> tuple[Any, Any]:
+    """The switch's values in the ``reference`` and ``paper`` presets of :mod:`ctbench.fidelity` (not typed twice)."""
+    return getattr(PRESETS["reference"], name), getattr(PRESETS["paper"], name)
+
+
 SWITCHES: dict[str, SwitchSpec] = {s.name: s for s in (
-    SwitchSpec("ce_step_size", "fidelity", 0.1, 0.25, "ct", "single", ("lin_sep", "moons"), "§11.1",
-               "step size of the counterfactual search, in training and at evaluation"),
-    SwitchSpec("domain_n_sigma", "fidelity", 2.0, 3.0, "all", "single", ("lin_sep", "moons"), "§11.2",
-               "domain box μ ± nσ (widened to the observed range), in training and at evaluation"),
-    SwitchSpec("mmd_length_scale", "fidelity", 5.0, 0.5, "none", "single",
-               SYNTHETIC, "§11.15", "Gaussian-kernel length-scale of the IP* MMD"),
+    SwitchSpec("ce_step_size", "fidelity", *_presets("ce_step_size"), "ct", "single", ("lin_sep", "moons"), "§11.1",
+               "step size of the counterfactual search, in training and at evaluation", ("IP", "IP*")),
+    SwitchSpec("domain_n_sigma", "fidelity", *_presets("domain_n_sigma"), "all", "single", ("lin_sep", "moons"),
+               "§11.2", "domain box μ ± nσ (widened to the observed range), in training and at evaluation",
+               ("IP", "IP*")),
+    SwitchSpec("mmd_length_scale", "fidelity", *_presets("mmd_length_scale"), "none", "single",
+               SYNTHETIC, "§11.15", "Gaussian-kernel length-scale of the IP* MMD", ("IP*",)),
     SwitchSpec("adversarial_label", "fidelity", "true", "predicted", "ct", "single",
                _NOT_VISION, "§11.4",
                "label of the adversarial (nascent) example; paper = final code = true, alternative = the 2025 "
-               "preprints' predicted label"),
+               "preprints' predicted label", ("IP", "IP*")),
     SwitchSpec("synthetic_mutability_zero_reg_adv", "fidelity", False, True, "ct", "mutability",
                ("lin_sep", "circles", "over"), "§11.3",
                "synthetic mutability runs trained with the final table's λ_reg, λ_adv (default) vs λ_reg = λ_adv = 0 "
-               "(the code's run records)"),
+               "(the code's run records)", ("Cost",)),
     SwitchSpec("redraw_per_lambda", "fidelity", True, False, "none", "single", ("lin_sep", "moons"), "§7.1",
                "one draw of label pairs and individuals per test-time λ_egy (the authors' one evaluation per λ) vs "
                "one draw reused for all five λ's"),
-    SwitchSpec("adult_substring_groups", "fidelity", True, False, "none", "single", ("adult",), "§11.12",
+    SwitchSpec("adult_substring_groups", "fidelity", *_presets("adult_substring_groups"), "none", "single",
+               ("adult",), "§11.12",
                "Adult one-hot groups by substring match (education_num swallowed) vs the true groups; used to snap "
-               "categorical groups at evaluation"),
+               "categorical groups at evaluation", ("IP",)),
     SwitchSpec("ip_star_per_run", "protocol", True, False, "none", "single", ("lin_sep", "circles"),
                "§7.3, §11.15", "IP* groups per evaluation run (this reproduction's default) vs pooled over runs "
-               "(the literal reading of the reference code)"),
+               "(the literal reading of the reference code)", ("IP*",)),
 )}
 
 

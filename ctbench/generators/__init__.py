@@ -45,7 +45,7 @@ def make_generator(spec: dict[str, Any] | None = None, fidelity: Fidelity | str 
                    vae: VAE | None = None) -> GradientGenerator:
     """Build a generator from a config block; step size, nascent ε and maturity default to the fidelity mode."""
     kind, spec = check_generator_spec(spec)
-    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
+    fid = resolve_fidelity(fidelity)
     if spec.get("step_size") is None:
         spec["step_size"] = fid.ce_step_size
     if kind != "ecco":

@@ -27,7 +27,7 @@ from ..errors import BadFileError, UserInputError
 from ..fidelity import Fidelity
 from ..generators import VAE, Convergence, CounterfactualResult, make_generator
 from ..generators.vae import fit_cached
-from ..io import _jsonable, atomic_torch_save, atomic_write_json, provenance
+from ..io import atomic_torch_save, atomic_write_json, jsonable, provenance
 from ..models import build_model
 from .health import TrainingFailedError
 from .objectives import Objective
@@ -138,7 +138,7 @@ class TrainedModel:
                 "format_version": FORMAT_VERSION, "config": self.config,
                 "fidelity": self.fidelity.to_dict(), "constraints": self.constraints.to_dict(),
                 "log": self.log.to_dict(orient="list")}
-        meta = json.loads(json.dumps(meta, default=_jsonable))  # plain types only (safe to load)
+        meta = json.loads(json.dumps(meta, default=jsonable))  # plain types only (safe to load)
         blob = {"meta": meta, "state_dict": {k: v.cpu() for k, v in self.model.state_dict().items()}}
         if self.vae is not None:
             blob["vae"] = {"config": self.vae.config(), "state_dict": self.vae.state_dict()}

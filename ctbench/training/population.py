@@ -56,7 +56,7 @@ def train_population(members: Sequence[Member], X_train: Any, y_train: Any, *, c
     an MLP or linear model; Generic, ECCo or REVISE generator); each group trains at once. A member that cannot be
     stacked trains alone through :func:`~.trainer.train`.
     """
-    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
+    fid = resolve_fidelity(fidelity)
     device = torch.device(device)
     X, y, Xv, yv, K = training_tensors(X_train, y_train, X_val, y_val, n_classes, device, dtype)
     rows = _validate(members, X.shape[0])

@@ -180,7 +180,7 @@ def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
     and :class:`~.health.TrainingDidNotLearnError` when the model ends at the majority-class rate (see
     :mod:`.health`). Both carry the log up to the failure (``err.log``) and the model (``err.model``).
     """
-    fid = fidelity if isinstance(fidelity, Fidelity) else resolve_fidelity(fidelity)
+    fid = resolve_fidelity(fidelity)
     device = torch.device(device)
     X, y, Xv, yv, K = training_tensors(X_train, y_train, X_val, y_val, n_classes, device, dtype)
     cons = constraints or Constraints(X.shape[1])

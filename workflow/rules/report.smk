@@ -43,6 +43,12 @@ rule report:
         profile=config["profile"],
         config_json=json.dumps(config, sort_keys=True, default=str),
         benchmarks=W.path("benchmarks"),
+        # the other stages of this run that write into the report folder (the files of any other stage are set aside)
+        stages=" ".join(s for s, on in (
+            ("figure1", any(j["figure"] == "figure1" for j in W.jobs("figures"))),
+            ("mnist_figures", any(j["figure"] == "mnist" for j in W.jobs("figures"))),
+            ("prop31", W.jobs("prop31")), ("fidelity_study", W.jobs("fidelity_effect"))) if on),
+        publish="--publish" if config.get("report", {}).get("publish", False) else "",
         out=W.path("report"),
         code=code("report_cmds"),
     benchmark:
@@ -54,7 +60,7 @@ rule report:
     shell:
         "ctbench report --eval {input.evals} --models {input.models} {params.optional} --claims {input.claims} "
         "--benchmarks {params.benchmarks} --profile {params.profile} --config-json {params.config_json:q} "
-        "--out {params.out} > {log} 2>&1"
+        "--stages {params.stages} {params.publish} --out {params.out} > {log} 2>&1"
 
 
 # What the book (and the report gallery) shows: the report, the figures with models of their own, the fidelity study.

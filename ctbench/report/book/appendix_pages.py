@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..common import not_run_note, read_report_csv
 from ..figures.mnist_grid import PAPER_FIGURE
 from ..figures.tuning_figures import FULL_NAMES, paper_figure_range
 from ..tables.appendix_tables import PERFORMANCE_TABLE
@@ -22,19 +23,6 @@ GENERATED = "_generated"
 #: each in the order Circles, Linearly Separable, Moons, Overlapping
 GRID_FIGURES = {"gen_params": (6, 10), "penalties": (14, 18), "training_params": (22, 26)}
 _GRID_DATASETS = "Circles, Linearly Separable, Moons, Overlapping"
-
-
-def _note(file: str, what: str) -> str:
-    return (f"```{{note}}\nNot yet run in this profile: `{file}` is not in the report folder ({what}). "
-            "Run the corresponding workflow stage, then rebuild the book.\n```\n")
-
-
-def _read(report: Path | None, name: str) -> pd.DataFrame | None:
-    p = None if report is None else report / name
-    if p is None or not p.exists() or p.stat().st_size == 0:
-        return None
-    df = pd.read_csv(p)
-    return None if df.empty else df
 
 
 def _nan(v: Any) -> bool:
@@ -84,9 +72,9 @@ def grid_caption(stem: str) -> str | None:
 # --------------------------------------------------------------------------------------------------- includes
 def render_hyperparameters(report: Path | None) -> str:
     """Table 2 of the paper: the settings of the final CT models next to the published ones."""
-    df = _read(report, "final_hyperparameters.csv")
+    df = read_report_csv(report, "final_hyperparameters.csv")
     if df is None:
-        return _note("final_hyperparameters.csv", "`ctbench report --models`: the final models' sidecars")
+        return not_run_note("final_hyperparameters.csv", "`ctbench report --models`: the final models' sidecars")
 
     def pair(r: pd.Series, col: str) -> str:
         ours, pub = r.get(col), r.get(f"pub_{col}")
@@ -121,9 +109,9 @@ def render_hyperparameters(report: Path | None) -> str:
 
 def render_grid_performance(report: Path | None) -> str:
     """Tables 4–6 of the paper (and the tuning grids): accuracy and F1 per objective, ours next to the paper's."""
-    df = _read(report, "grid_performance.csv")
+    df = read_report_csv(report, "grid_performance.csv")
     if df is None:
-        return _note("grid_performance.csv", "stages `grids` and `tune`: `ctbench report --grids`")
+        return not_run_note("grid_performance.csv", "stages `grids` and `tune`: `ctbench report --grids`")
     parts = ["Test accuracy and macro F1 of every CT model of a grid (*Full*, one per grid point) and of its shared "
              "BL model(s) (*Vanilla*): mean, standard deviation and standard error over models. The paper retrained "
              "BL at every grid point; its *Se* column is given as published.\n"]
@@ -157,7 +145,7 @@ def render_tuning(report: Path | None) -> str:
     """Figures 30–65 of the paper (four figures, one panel per dataset) and the best point of each grid."""
     tdir = None if report is None else report / "tuning"
     if tdir is None or not tdir.is_dir():
-        return _note("tuning/", "stage `tune`: `ctbench report --grids` with the tune/tune_lr chunk CSVs")
+        return not_run_note("tuning/", "stage `tune`: `ctbench report --grids` with the tune/tune_lr chunk CSVs")
     what = {"ip": "% change of IP vs BL per grid point; boxes over the test-time λ_egy (negative = more plausible)",
             "mature": "share of mature counterfactuals in each training epoch, one line per grid point"}
     parts = []
@@ -172,7 +160,7 @@ def render_tuning(report: Path | None) -> str:
                     "step sizes give identical models and overlapping lines or boxes.")
             parts.append(_figure(rel, f"Figures {lo}–{hi} of the paper, one panel per dataset (panel titles give "
                                       f"the paper's number): {what[kind]}.{note}", f"fig-{grid}-{kind}"))
-    pts = _read(report, "tuning/tuning_points.csv")
+    pts = read_report_csv(report, "tuning/tuning_points.csv")
     pts = None if pts is None else pts[pts["ip_change_median"].notna()]
     if pts is not None and len(pts):
         best = pts.loc[pts.groupby(["grid", "dataset"], sort=False)["ip_change_median"].idxmin()]
@@ -183,7 +171,7 @@ def render_tuning(report: Path | None) -> str:
                      "`tuning/tuning_points.csv`):\n\n" + _table(
                          ["grid", "Data", "point", "IP change (median, %)", "mature share (last epoch)",
                           "acc. CT", "acc. BL"], rows))
-    return "\n\n".join(parts) if parts else _note("tuning/*.png", "the tuning folder is empty")
+    return "\n\n".join(parts) if parts else not_run_note("tuning/*.png", "the tuning folder is empty")
 
 
 def render_mnist_grid(report: Path | None) -> str:
@@ -200,8 +188,8 @@ def render_mnist_grid(report: Path | None) -> str:
                                  f"fig-mnist-grid-{model.lower()}"))
         else:
             # the note's fence must open a line of its own, else MyST shows it as text
-            parts.append(f"**Figure {n} of the paper.**\n\n" + _note(rel, "`ctbench mnist-figures`"))
-    table = _read(report, "mnist_grid.csv")
+            parts.append(f"**Figure {n} of the paper.**\n\n" + not_run_note(rel, "`ctbench mnist-figures`"))
+    table = read_report_csv(report, "mnist_grid.csv")
     if table is not None:
         s = table.groupby("model").agg(valid=("valid", "sum"), n=("valid", "size"), p=("p_target", "mean"),
                                        cost=("cost_l1", "mean"))

@@ -9,9 +9,9 @@ from typing import Any
 
 import pandas as pd
 
+from ..common import not_run_note, read_report_csv
 from ..markdown import frame_to_markdown
 from ..tables.consistency_tables import DATASET_ORDER
-from ..text.consistency_text import _note, _read  # the chapter's shared file helpers live with its prose
 
 #: rows of 003's Table 1, in the paper's order
 TABLE1_ROWS = ["Min L1", "Min L1 + SNS", "Min L2", "Min L2 + SNS", "Min eps PGD", "Min eps PGD + SNS",
@@ -29,10 +29,10 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def render_table1(report: Path | None) -> str:
     """003's Table 1 as the paper lays it out: one row per method, LOO / RS per dataset, ours over the paper's."""
-    t = _read(report, "consistency_table1")
+    t = read_report_csv(report, "consistency_table1.csv")
     pub = pd.read_csv(Path(__file__).resolve().parent.parent / "published" / "black2022_table1_invalidation.csv")
     if t is None:
-        return _note("consistency_table1.csv", "part `black2022`")
+        return not_run_note("consistency_table1.csv", "part `black2022`", stage="consistency")
     cols = [d for d in DATASET_ORDER if d in set(t["dataset"]) or d == "Warfarin"]
     cols += [d for d in t["dataset"].unique() if d not in DATASET_ORDER]  # e.g. a synthetic set of a tiny run
     rows = []
@@ -58,9 +58,9 @@ def render_table1(report: Path | None) -> str:
 
 
 def render_cost(report: Path | None) -> str:
-    t = _read(report, "consistency_table1")
+    t = read_report_csv(report, "consistency_table1.csv")
     if t is None:
-        return _note("consistency_table1.csv", "part `black2022`")
+        return not_run_note("consistency_table1.csv", "part `black2022`", stage="consistency")
     keep = ["method", "dataset", "validity", "n_valid", "cost_l1", "cost_l2", "pub_cost_l2", "sd_loo", "sd_rs"]
     t = t[[c for c in keep if c in t.columns]]
     return ("Share of valid counterfactuals, mean L1 and L2 cost of the valid ones (published L2 cost next to ours), "
@@ -69,9 +69,9 @@ def render_cost(report: Path | None) -> str:
 
 
 def render_r2(report: Path | None) -> str:
-    t = _read(report, "consistency_r2")
+    t = read_report_csv(report, "consistency_r2.csv")
     if t is None:
-        return _note("consistency_r2.csv", "part `black2022`")
+        return not_run_note("consistency_r2.csv", "part `black2022`", stage="consistency")
     return ("r² of a least-squares line of the invalidation rate on a predictor, over all valid counterfactuals "
             "of all methods of a dataset: `r2` on L2 cost with the RS and LOO models pooled (the paper's row), "
             "per source, on L1 cost, without the SNS methods, and on the two quantities of the paper's "
@@ -81,9 +81,9 @@ def render_r2(report: Path | None) -> str:
 
 
 def render_pairs(report: Path | None) -> str:
-    t = _read(report, "consistency_sns_pairs")
+    t = read_report_csv(report, "consistency_sns_pairs.csv")
     if t is None:
-        return _note("consistency_sns_pairs.csv", "part `black2022`")
+        return not_run_note("consistency_sns_pairs.csv", "part `black2022`", stage="consistency")
     return ("Each base method against itself followed by SNS: `delta` = IV(method + SNS) − IV(method), ours and "
             "the paper's (`pub_delta`); negative = SNS makes the counterfactuals more consistent.\n\n"
             + frame_to_markdown(t, digits=3))
@@ -91,7 +91,7 @@ def render_pairs(report: Path | None) -> str:
 
 def render_figure(report: Path | None) -> str:
     if report is None or not (report / "consistency_iv.png").exists():
-        return _note("consistency_iv.png", "part `black2022`")
+        return not_run_note("consistency_iv.png", "part `black2022`", stage="consistency")
     return ("```{figure} /_generated/report/consistency_iv.png\n:name: fig-consistency-iv\n:width: 95%\n\n"
             "Invalidation rate (RS and LOO pooled) against the base model's confidence at the counterfactual (left) "
             "and against the local Lipschitz estimate of its class probability (right), binned means per dataset; "
@@ -105,9 +105,9 @@ def _iv(r: pd.Series, c: str) -> str:
 
 
 def render_ct(report: Path | None) -> str:
-    t, d = _read(report, "consistency_ct"), _read(report, "consistency_ct_delta")
+    t, d = read_report_csv(report, "consistency_ct.csv"), read_report_csv(report, "consistency_ct_delta.csv")
     if t is None or d is None:
-        return _note("consistency_ct.csv", "part `ct`")
+        return not_run_note("consistency_ct.csv", "part `ct`", stage="consistency")
     rows = []
     for _, r in d.iterrows():
         for src in ("loo", "rs"):
@@ -128,9 +128,9 @@ def render_ct(report: Path | None) -> str:
 
 def answer(report: Path | None) -> str:
     """The CT × consistency answer in words, counted from ``consistency_ct_delta.csv``."""
-    d = _read(report, "consistency_ct_delta")
+    d = read_report_csv(report, "consistency_ct_delta.csv")
     if d is None:
-        return _note("consistency_ct_delta.csv", "part `ct`")
+        return not_run_note("consistency_ct_delta.csv", "part `ct`", stage="consistency")
     lines = []
     for sns in (False, True):
         g = d[d["method"].str.endswith("+ SNS") == sns]
@@ -151,9 +151,9 @@ def answer(report: Path | None) -> str:
 
 
 def render_models(report: Path | None) -> str:
-    t = _read(report, "consistency_models")
+    t = read_report_csv(report, "consistency_models.csv")
     if t is None:
-        return _note("consistency_models.csv", "stage `consistency`")
+        return not_run_note("consistency_models.csv", "stage `consistency`", stage="consistency")
     return ("Test accuracy of each base model and the mean over its retrained models, failed (diverged) members, "
             "and the CPU seconds of each job (training, and everything).\n\n" + frame_to_markdown(t, digits=3))
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 
 from ...facts import OBJECTIVE_LABELS
+from ..common import not_run_note, paper_sorted, read_report_csv
 from ..markdown import frame_to_markdown
-from .md import _figure, _note, _num, _read_csv, _sort
+from .md import fmt_num, md_figure
 from .table_pages import constant_columns, merge_columns
 
 #: figures of chapter 4: file → caption
@@ -26,14 +27,14 @@ PAPER_FIGURES = {
 
 def render_robustness(report: Path | None) -> str:
     if report is None or not (report / "robustness.png").exists():
-        if _read_csv(report, "robustness.csv") is not None:
+        if read_report_csv(report, "robustness.csv") is not None:
             return "The robustness table exists but its figure is missing; see `robustness.csv`.\n"
-        return _note("robustness.png", "stage `robustness`: FGSM and PGD accuracy over ε")
-    out = _figure("robustness.png", "Test accuracy under FGSM and PGD attacks over the perturbation size ε "
+        return not_run_note("robustness.png", "stage `robustness`: FGSM and PGD accuracy over ε")
+    out = md_figure("robustness.png", "Test accuracy under FGSM and PGD attacks over the perturbation size ε "
                   "(paper: Fig. 3 in the preprint, Fig. 5 in the final version).", "fig-robustness")
-    df = _read_csv(report, "robustness.csv")
+    df = read_report_csv(report, "robustness.csv")
     if df is not None and {"attack", "eps", "accuracy", "dataset"} <= set(df.columns):
-        df = _sort(df)
+        df = paper_sorted(df, relabel=True)
         df["model"] = df["objective"].map(lambda o: OBJECTIVE_LABELS.get(o, o)) if "objective" in df.columns \
             else df.get("model", "")
         summ = df.groupby(["dataset", "attack", "model"], sort=False)["accuracy"].agg(
@@ -48,22 +49,22 @@ def render_paper_figures(report: Path | None) -> str:
     for fname, caption in PAPER_FIGURES.items():
         stem = Path(fname).stem
         if report is not None and (report / fname).exists():
-            parts.append(_figure(fname, caption, f"fig-{stem.replace('_', '-')}"))
+            parts.append(md_figure(fname, caption, f"fig-{stem.replace('_', '-')}"))
         else:
             # the note's fence must open a line of its own, else MyST shows it as text
-            parts.append(f"**{caption.split(':')[0].split(', ')[-1]}.**\n\n" + _note(fname))
+            parts.append(f"**{caption.split(':')[0].split(', ')[-1]}.**\n\n" + not_run_note(fname))
     return "\n".join(parts)
 
 
 def _prop31_compact(df: pd.DataFrame) -> pd.DataFrame:
     """The Prop 3.1 summary in 7 columns: the share with its interval, and u / p / bl triples in one cell each."""
     def triple(u: object, p: object, bl: object) -> str:
-        return " / ".join(_num(v, 3) for v in (u, p, bl))
+        return " / ".join(fmt_num(v, 3) for v in (u, p, bl))
 
     def share(s: object, lo: object, hi: object) -> str:
-        return f"{_num(s, 2)} [{_num(lo, 2)},\u00a0{_num(hi, 2)}]"
+        return f"{fmt_num(s, 2)} [{fmt_num(lo, 2)},\u00a0{fmt_num(hi, 2)}]"
 
-    df = merge_columns(df, "lowered / runs", ["lowered", "runs"], lambda lo, n: f"{_num(lo, 0)} / {_num(n, 0)}")
+    df = merge_columns(df, "lowered / runs", ["lowered", "runs"], lambda lo, n: f"{fmt_num(lo, 0)} / {fmt_num(n, 0)}")
     df = merge_columns(df, "share lowered [95%]", ["share", "ci_low", "ci_high"], share)
     df = merge_columns(df, "median RS u / p / bl", ["median_rs_u", "median_rs_p", "median_rs_bl"], triple)
     df = merge_columns(df, "accuracy u / p / bl", ["acc_u", "acc_p", "acc_bl"], triple)
@@ -74,7 +75,7 @@ def render_prop31(report: Path | None) -> tuple[str, str]:
     """The Proposition 3.1 check (``prop31/`` of the report): results (summary + figures) and the violations."""
     pdir = report / "prop31" if report is not None else None
     if pdir is None or not (pdir / "prop31_summary.csv").exists():
-        note = _note("prop31/prop31_summary.csv", "stage `prop31`: `ctbench prop31`")
+        note = not_run_note("prop31/prop31_summary.csv", "stage `prop31`: `ctbench prop31`")
         return note, note
     summary = _prop31_compact(pd.read_csv(pdir / "prop31_summary.csv"))
     parts = ["Share of paired runs in which protection lowered the relative sensitivity (Wilson 95% interval): "
@@ -88,10 +89,10 @@ def render_prop31(report: Path | None) -> tuple[str, str]:
                            "per run (below the diagonal: protection lowered it), and the per-run log ratio for "
                            "each violation of the assumptions.")):
         if (pdir / f"{stem}.png").exists():
-            parts.append(_figure(f"prop31/{stem}.png", caption, name=f"fig-{stem.replace('_', '-')}"))
+            parts.append(md_figure(f"prop31/{stem}.png", caption, name=f"fig-{stem.replace('_', '-')}"))
     violations = pdir / "prop31_violations.csv"
     viol = (frame_to_markdown(_prop31_compact(pd.read_csv(violations)), digits=3) if violations.exists()
-            else _note("prop31/prop31_violations.csv", "stage `prop31`"))
+            else not_run_note("prop31/prop31_violations.csv", "stage `prop31`"))
     return "\n\n".join(parts), viol
 
 
@@ -101,7 +102,7 @@ def render_prop31_findings(report: Path | None) -> str:
 
     summary = report / "prop31" / "prop31_summary.csv" if report is not None else None
     if summary is None or not summary.exists():
-        return _note("prop31/prop31_summary.csv", "stage `prop31`")
+        return not_run_note("prop31/prop31_summary.csv", "stage `prop31`")
     text = render_findings(summary)
     violations = summary.parent / "prop31_violations.csv"
     return text + ("\n" + render_violations(violations) if violations.exists() else "")
@@ -118,18 +119,18 @@ def render_grids(report: Path | None) -> str:
 
     gdir = report / "grids" if report is not None else None
     if gdir is None or not gdir.is_dir():
-        return _note("grids/", "stages `grids` and `tune`: appendix Notes 3, 5, 7, 9 and 11")
+        return not_run_note("grids/", "stages `grids` and `tune`: appendix Notes 3, 5, 7, 9 and 11")
     parts = []
     tables = sorted(p for p in gdir.rglob("*.csv"))
     figures = sorted(p for p in gdir.rglob("*.png"))
     if not tables and not figures:
-        return _note("grids/*.png", "the grids folder is empty")
+        return not_run_note("grids/*.png", "the grids folder is empty")
     for p in figures:
         rel = p.relative_to(report).as_posix()
         title = p.stem.replace("_", " ")
         paper = grid_caption(p.stem)  # the paper's figure numbers (appendix_book)
         caption = f"Grid search: {title} (`{rel}`)" + (f"; {paper}" if paper else "") + "."
-        parts.append(f"## {title}\n\n" + _figure(rel, caption))
+        parts.append(f"## {title}\n\n" + md_figure(rel, caption))
     for p in tables:
         rel = p.relative_to(report).as_posix()
         df = pd.read_csv(p)

@@ -23,14 +23,15 @@ from .meta_pages import (
     render_fidelity_switches,
     render_index,
     render_provenance,
+    render_result_set,
     render_verdicts,
 )
 from .table_pages import (
-    _cell_reduction,
-    _flag_abs,
-    _flag_ig,
-    _flag_rel,
-    _interval,
+    cell_reduction,
+    flag_abs,
+    flag_ig,
+    flag_rel,
+    interval_cell,
     render_ablation,
     render_agreement,
     render_ipstar_groupings,
@@ -106,26 +107,26 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
                    "seeds."),
         "table2": render_side_by_side(
             src, "table2", {"median": "median", "lb_2_5": "2.5%", "ub_97_5": "97.5%"}, ["dataset", "model"],
-            _flag_ig, "Median standardised integrated gradients on the protected features with the 2.5%/97.5% "
+            flag_ig, "Median standardised integrated gradients on the protected features with the 2.5%/97.5% "
             "quantiles over rounds. **Bold** Δ: our median lies outside the published 95% interval.",
             what="stage `attribution`"),
         "table3": render_side_by_side(
             src, "table3", {"ct_unconstrained": "CT mut.", "bl_unconstrained": "BL mut.",
                             "ct_constrained": "CT constr.", "bl_constrained": "BL constr."}, ["dataset"],
-            _flag_abs(0.05), "Average validity; unconstrained (τ_eval 0.95, experiment `single`) and constrained "
+            flag_abs(0.05), "Average validity; unconstrained (τ_eval 0.95, experiment `single`) and constrained "
             "(τ_eval 0.5, experiment `mutability`). **Bold** Δ: more than 0.05 from the published value.",
             what="experiments `single` and `mutability`"),
         "appendix_ci": render_side_by_side(
             src, "appendix_ci", {"ct_mean_abs": "CT", "bl_mean_abs": "BL", "lb": "LB", "ub": "UB"},
-            ["metric", "dataset"], _flag_rel(0.25, 0.02),
+            ["metric", "dataset"], flag_rel(0.25, 0.02),
             "Mean |value| for CT and BL and the 99% interval of the per-run difference. **Bold** Δ: more than 25% "
             "(at least 0.02) from the published value.", what="experiments `single` and `mutability`"),
         "appendix_cost_unconstrained": render_plain(
             src, "appendix_cost_unconstrained", ["dataset", "metric", "reduction_pct", "pm", "significant", "lb",
                                                  "ub", "ct_mean_abs", "bl_mean_abs"],
             digits=2, what="experiment `single`",
-            merge=[("reduction %", ["reduction_pct", "pm", "significant"], _cell_reduction),
-                   ("99% interval of the difference", ["lb", "ub"], lambda lb, ub: _interval(lb, ub, 2))],
+            merge=[("reduction %", ["reduction_pct", "pm", "significant"], cell_reduction),
+                   ("99% interval of the difference", ["lb", "ub"], lambda lb, ub: interval_cell(lb, ub, 2))],
             labels={"ct_mean_abs": "CT", "bl_mean_abs": "BL"},
             legend="Cost reduction without mutability constraints (published Avg. −1.74%, reference §9.6)."),
         "ablation": render_ablation(src),
@@ -137,6 +138,7 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
         "prop31_findings": render_prop31_findings(src),
         "prop31_settings": render_prop31_settings(src),
         "provenance": render_provenance(src),
+        "result_set": render_result_set(src),
         "benchmarks": render_benchmarks(src),
         "report_index": render_index(src),
         "fidelity_switches": render_fidelity_switches(),

@@ -9,8 +9,11 @@ from typing import Any
 
 import pandas as pd
 
+from ...io import is_dirty
+from ..common import not_run_note, paper_sorted, read_report_csv
 from ..markdown import frame_to_markdown
-from .md import _isnan, _note, _num, _read_csv, _sort, _table, _text
+from ..run_set import UNRECORDED
+from .md import cell_text, fmt_num, is_missing, md_table
 
 
 def render_verdicts(report: Path | None, verdicts: pd.DataFrame | None) -> tuple[str, str]:
@@ -18,33 +21,33 @@ def render_verdicts(report: Path | None, verdicts: pd.DataFrame | None) -> tuple
     from ..claims import VERDICTS, VERSIONS, summarize
 
     if verdicts is None or verdicts.empty:
-        return _note("verdicts.csv", "run `write_verdicts` or pass the claims file"), ""
+        return not_run_note("verdicts.csv", "run `write_verdicts` or pass the claims file"), ""
     labels = {"preprint_2025_07": "July 2025", "satml_2026": "final", "preprint_2025_03": "March 2025",
               "black2022": "Black et al. 2022"}
     per_version = [v for v in VERSIONS if f"verdict_{v}" in verdicts.columns]
     counts = {v: summarize(verdicts, f"verdict_{v}") for v in per_version}
     if not per_version:
         counts = {"verdict": summarize(verdicts)}
-    summary = _table(["verdict", *[f"vs {labels.get(v, v)}" for v in counts]],
+    summary = md_table(["verdict", *[f"vs {labels.get(v, v)}" for v in counts]],
                      [[k, *[str(counts[v][k]) for v in counts]] for k in VERDICTS])
     mark = {"reproduced": "✓ reproduced", "partly": "partly", "not reproduced": "✗ **not reproduced**",
             "not yet run": "*not yet run*"}
     rows = []
     for _, r in verdicts.iterrows():
-        ours = _text(_num(r["ours"])) if not _isnan(r["ours"]) and str(r["ours"]) else ""
-        if not _isnan(r.get("interval")) and str(r.get("interval")):
-            ours += f" ({_text(r['interval'])})"
-        claim = f"{_text(r.get('text'))}<br>`{r['claim']}` · {_text(r.get('source'))}"
+        ours = cell_text(fmt_num(r["ours"])) if not is_missing(r["ours"]) and str(r["ours"]) else ""
+        if not is_missing(r.get("interval")) and str(r.get("interval")):
+            ours += f" ({cell_text(r['interval'])})"
+        claim = f"{cell_text(r.get('text'))}<br>`{r['claim']}` · {cell_text(r.get('source'))}"
         version = labels.get(str(r.get("version", "")), "")
-        published = _text(_num(r["published"])) + (f" ({version})" if version else "")
+        published = cell_text(fmt_num(r["published"])) + (f" ({version})" if version else "")
         others = "; ".join(f"{labels[v]}: {mark.get(str(r[f'verdict_{v}']), r[f'verdict_{v}'])}"
                            for v in per_version if str(r.get(f"verdict_{v}", "")) and v != r.get("version"))
-        note = _text(r.get("note"))
+        note = cell_text(r.get("note"))
         vnote = r.get("versions_note", "")
-        if not _isnan(vnote) and str(vnote):
-            note += f"<br>*{_text(vnote)}*"
-        rows.append([claim, published, ours, mark.get(str(r["verdict"]), _text(r["verdict"])), others, note])
-    table = _table(["claim (id · source)", "published", "ours", "verdict", "other versions", "note"], rows)
+        if not is_missing(vnote) and str(vnote):
+            note += f"<br>*{cell_text(vnote)}*"
+        rows.append([claim, published, ours, mark.get(str(r["verdict"]), cell_text(r["verdict"])), others, note])
+    table = md_table(["claim (id · source)", "published", "ours", "verdict", "other versions", "note"], rows)
     return summary, table
 
 
@@ -86,27 +89,76 @@ def _provenance(report: Path | None) -> tuple[dict[str, Any], dict[str, Any], li
     return versions, fidelity, sources
 
 
+def result_set_versions(report: Path | None) -> dict[str, Any] | None:
+    """The code versions of a report's inputs from its ``provenance.json``: ``code_versions`` (version → number of
+    input files), ``mixed`` and ``dirty`` (files made with uncommitted changes); None when it records none. A report
+    written before ``mixed`` was recorded is judged from its ``input_code_versions``."""
+    path = report / "provenance.json" if report is not None else None
+    if path is None or not path.exists():
+        return None
+    try:
+        prov = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    per_kind = prov.get("input_code_versions") if isinstance(prov, dict) else None
+    if not isinstance(per_kind, dict):
+        return None
+    total: dict[str, int] = {}
+    for kv in per_kind.values():
+        for v, n in (kv or {}).items():
+            total[v] = total.get(v, 0) + int(n)
+    recorded = [v for v in total if v != UNRECORDED]
+    if not recorded:
+        return None
+    return {"code_versions": dict(sorted(total.items(), key=lambda kv: -kv[1])), "per_kind": per_kind,
+            "mixed": bool(prov.get("mixed", len(recorded) > 1)),
+            "dirty": sum(n for v, n in total.items() if is_dirty(v)), "report_commit": prov.get("git_commit")}
+
+
+def render_result_set(report: Path | None) -> str:
+    """The book's first page: which code made the numbers it shows, and a warning when they come from several."""
+    info = result_set_versions(report)
+    if info is None:
+        return ("The report folder records no code versions of its inputs (`provenance.json`): the commit that made "
+                "these numbers is not known.\n")
+    versions = info["code_versions"]
+    short = {v: f"`{v[:7]}`" + (" (uncommitted changes)" if is_dirty(v) else "") for v in versions}
+    if not info["mixed"]:
+        v = next(v for v in versions if v != UNRECORDED)
+        n = sum(versions.values())
+        return f"Every number in this book was made by one code version, {short[v]} ({n} input files).\n"
+    kinds = ", ".join(f"{k} {len(kv)}" for k, kv in info["per_kind"].items() if kv)
+    rows = [[short[v], str(n)] for v, n in versions.items()]
+    return ("```{warning}\n"
+            f"**Mixed result set.** The inputs of these numbers were made by {len(versions)} code versions "
+            f"(versions per input kind: {kinds}), {info['dirty']} input files with uncommitted changes: they are not "
+            "the output of one commit, and a fresh run at one commit may differ.\n```\n\n"
+            + md_table(["code version", "input files"], rows))
+
+
 def render_provenance(report: Path | None) -> str:
     versions, fidelity, sources = _provenance(report)
     if not versions and not fidelity:
-        return _note("provenance.json", "no provenance found in index.json, provenance.json or evaluation sidecars")
+        return not_run_note("provenance.json",
+                            "no provenance found in index.json, provenance.json or evaluation sidecars")
     out = "" if fidelity else (
         "The fidelity mode is not recorded in the report folder: copy the evaluations' `*.json` sidecars there or "
         "write `provenance.json` with a `fidelity` mapping.\n\n")
     if versions:
         out += (f"Read from {', '.join(f'`{s}`' for s in sources)}.\n\n"
-                + _table(["item", "value"], [[str(k), str(v)] for k, v in sorted(versions.items())]))
+                + md_table(["item", "value"], [[str(k), str(v)] for k, v in sorted(versions.items())]))
     if fidelity:
         mode = fidelity.get("mode", "?")
         out += (f"\nFidelity mode: **{mode}**. The switches as they were resolved for these results:\n\n"
-                + _table(["switch", "value"], [[f"`{k}`", str(v)] for k, v in fidelity.items() if k != "mode"]))
+                + md_table(["switch", "value"], [[f"`{k}`", str(v)] for k, v in fidelity.items() if k != "mode"]))
     return out
 
 
 def render_benchmarks(report: Path | None) -> str:
-    df = _read_csv(report, "benchmarks.csv")
+    df = read_report_csv(report, "benchmarks.csv")
     if df is None:
-        return _note("benchmarks.csv", "CPU time per workflow stage: columns stage, jobs, cpu_seconds, wall_seconds")
+        return not_run_note("benchmarks.csv",
+                            "CPU time per workflow stage: columns stage, jobs, cpu_seconds, wall_seconds")
     cols = [c for c in ("stage", "jobs", "cpu_seconds", "wall_seconds") if c in df.columns]
     df = df[cols + [c for c in df.columns if c not in cols]]
     tot = {c: df[c].sum() for c in ("jobs", "cpu_seconds", "wall_seconds") if c in df.columns}
@@ -131,21 +183,21 @@ def render_fidelity_switches() -> str:
         a, b, c = getattr(ref, f.name), getattr(pap, f.name), getattr(jul, f.name)
         rows.append([f"`{f.name}`", str(a), str(b), "same" if a == b else "**differs**",
                      str(c) if c != a else "="])
-    return _table(["switch", "reference (final code)", "paper (text)", "", "reference_2025_07 (July code)"], rows)
+    return md_table(["switch", "reference (final code)", "paper (text)", "", "reference_2025_07 (July code)"], rows)
 
 
 def render_fidelity_effects(report: Path | None) -> str:
-    df = _read_csv(report, "fidelity_effects.csv")
+    df = read_report_csv(report, "fidelity_effects.csv")
     if df is None:
-        return _note("fidelity_effects.csv", "one run per switch flipped from `reference` to `paper`; expected "
+        return not_run_note("fidelity_effects.csv", "one run per switch flipped from `reference` to `paper`; expected "
                                              "columns switch, dataset, metric, reference, paper, delta")
     from .table_pages import SETTING_COLUMNS, constant_columns, merge_columns
 
     def pm(v: object, s: object) -> str:
-        return _num(v, 3) + ("" if _isnan(s) else f"\u00a0±\u00a0{_num(s, 3)}")
+        return fmt_num(v, 3) + ("" if is_missing(s) else f"\u00a0±\u00a0{fmt_num(s, 3)}")
 
-    df = merge_columns(_sort(df), "switch", ["switch", "reference_setting", "paper_setting"],
-                       lambda s, a, b: f"`{s}`" + ("" if _isnan(a) else f"<br>{_text(a)} → {_text(b)}"))
+    df = merge_columns(paper_sorted(df, relabel=True), "switch", ["switch", "reference_setting", "paper_setting"],
+                       lambda s, a, b: f"`{s}`" + ("" if is_missing(a) else f"<br>{cell_text(a)} → {cell_text(b)}"))
     df = merge_columns(df, "reference", ["reference", "pm_reference"], pm)
     df = merge_columns(df, "paper", ["paper", "pm_paper"], pm)
     df, const = constant_columns(df, only=SETTING_COLUMNS)
@@ -157,10 +209,10 @@ def render_fidelity_effects(report: Path | None) -> str:
 
 def render_index(report: Path | None) -> str:
     if report is None:
-        return _note("index.json", "no report folder was given")
+        return not_run_note("index.json", "no report folder was given")
     p = report / "index.json"
     if not p.exists():
-        return _note("index.json")
+        return not_run_note("index.json")
     written = json.loads(p.read_text()).get("written", {})
     rows = []
     for name, v in written.items():
@@ -169,5 +221,5 @@ def render_index(report: Path | None) -> str:
         else:
             files, n = (list(v) if isinstance(v, list) else [str(v)]), ""
         rows.append([name, n, ", ".join(f"`{f}`" for f in files)])
-    return _table(["output", "rows", "files"], rows) if rows else "The report index lists no outputs.\n"
+    return md_table(["output", "rows", "files"], rows) if rows else "The report index lists no outputs.\n"
 

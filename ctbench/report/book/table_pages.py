@@ -14,24 +14,25 @@ from typing import Any
 import pandas as pd
 
 from ...facts import OBJECTIVE_LABELS
+from ..common import not_run_note, paper_sorted, read_report_csv, truthy
 from ..markdown import frame_to_markdown
-from .md import _isnan, _note, _num, _read_csv, _sort, _table, _text, _truthy
+from .md import cell_text, fmt_num, is_missing, md_table
 
 #: Table 1's published versions: column prefix → label
 TABLE1_VERSIONS = (("preprint_2025_07", "July 2025"), ("satml_2026", "final"), ("preprint_2025_03", "March 2025"))
 
 
-def _cell_reduction(v: Any, pm: Any, sig: Any) -> str:
-    if _isnan(v):
+def cell_reduction(v: Any, pm: Any, sig: Any) -> str:
+    if is_missing(v):
         return "—"
     s = f"{float(v):.2f}"
-    if not _isnan(pm):
+    if not is_missing(pm):
         s += f"\u00a0±\u00a0{float(pm):.2f}"
-    return s + ("\\*" if _truthy(sig) else "")
+    return s + ("\\*" if truthy(sig) else "")
 
 
-def _interval(lb: Any, ub: Any, digits: int = 1) -> str:
-    return "" if _isnan(lb) or _isnan(ub) else f"[{float(lb):.{digits}f},\u00a0{float(ub):.{digits}f}]"
+def interval_cell(lb: Any, ub: Any, digits: int = 1) -> str:
+    return "" if is_missing(lb) or is_missing(ub) else f"[{float(lb):.{digits}f},\u00a0{float(ub):.{digits}f}]"
 
 
 def merge_columns(df: pd.DataFrame, label: str, cols: Sequence[str], fmt: Callable[..., str]) -> pd.DataFrame:
@@ -63,43 +64,44 @@ def constant_columns(df: pd.DataFrame, keep: Sequence[str] = (),
     if not const or len(const) == len(df.columns):
         return df, ""
     first = {c: df[c].iloc[0] for c in const}
-    said = ", ".join(f"{_text(c)} = {_text(_num(v, 3) if isinstance(v, float) else v)}" for c, v in first.items())
+    said = ", ".join(f"{cell_text(c)} = {cell_text(fmt_num(v, 3) if isinstance(v, float) else v)}"
+                     for c, v in first.items())
     return df.drop(columns=const), f"Every row has {said}."
 
 
 def with_interval(digits: int) -> Callable[[Any, Any, Any], str]:
     """A cell formatter ``estimate [lb, ub]``."""
-    return lambda v, lb, ub: f"{_num(v, digits)} {_interval(lb, ub, digits)}".strip()
+    return lambda v, lb, ub: f"{fmt_num(v, digits)} {interval_cell(lb, ub, digits)}".strip()
 
 
 def render_table1(report: Path | None) -> str:
     """Table 1, one row per cell: ours with the paper's ± and star over the interval across training seeds, every
     published version, and the agreement with the July 2025 preprint; notes go below the table."""
-    df = _read_csv(report, "table1.csv")
+    df = read_report_csv(report, "table1.csv")
     if df is None or "reduction_pct" not in df.columns or (df["reduction_pct"].isna().all() and "flag" not in df):
-        return _note("table1.csv", "experiments `single` and `mutability`")
+        return not_run_note("table1.csv", "experiments `single` and `mutability`")
     versions = [(v, lab) for v, lab in TABLE1_VERSIONS if f"{v}_reduction_pct" in df.columns]
     order = {"IP": 0, "IP*": 1, "Cost": 2}
-    df = _sort(df.assign(_m=df["metric"].map(order)).sort_values(["_m"], kind="stable"))
+    df = paper_sorted(df.assign(_m=df["metric"].map(order)).sort_values(["_m"], kind="stable"), relabel=True)
     n_seeds = df["n_seeds"].dropna().unique() if "n_seeds" in df.columns else []
     one_n = len(n_seeds) == 1
     header = ["Data", "metric", "ours<br>seeds (95%)", *[lab for _, lab in versions], "vs July"]
     rows, notes = [], []
     for _, r in df.iterrows():
-        seeds = _interval(r.get("seed_lb"), r.get("seed_ub"))
-        if seeds and not one_n and not _isnan(r.get("n_seeds")):
+        seeds = interval_cell(r.get("seed_lb"), r.get("seed_ub"))
+        if seeds and not one_n and not is_missing(r.get("n_seeds")):
             seeds += f" (n={int(r['n_seeds'])})"
-        ours = _cell_reduction(r["reduction_pct"], r.get("pm"), r.get("significant"))
+        ours = cell_reduction(r["reduction_pct"], r.get("pm"), r.get("significant"))
         row = [str(r["dataset"]), str(r["metric"]), f"{ours}<br>{seeds}" if seeds else ours]
         for v, _ in versions:
-            row.append(_cell_reduction(r.get(f"{v}_reduction_pct"), r.get(f"{v}_pm"), r.get(f"{v}_significant")))
+            row.append(cell_reduction(r.get(f"{v}_reduction_pct"), r.get(f"{v}_pm"), r.get(f"{v}_significant")))
         agree = r.get("preprint_2025_07_agreement", "")
-        agree = "" if _isnan(agree) else str(agree)
+        agree = "" if is_missing(agree) else str(agree)
         row.append("**disagrees**" if agree == "disagrees" else agree)
         rows.append(row)
         flag = r.get("flag", "")
-        if not _isnan(flag) and str(flag).strip():
-            notes.append(f"- {r['dataset']} {r['metric']}: {_text(flag)}")
+        if not is_missing(flag) and str(flag).strip():
+            notes.append(f"- {r['dataset']} {r['metric']}: {cell_text(flag)}")
     n_text = f" over n = {int(n_seeds[0])} training seeds" if one_n else ""
     legend = ("Percent reduction CT vs BL (positive = CT better). *ours*: the paper's recipe over all (training "
               "seed, evaluation run) pairs, ± = 100·std of the per-run ratios, \\* = the 99% range of the per-run "
@@ -108,15 +110,15 @@ def render_table1(report: Path | None) -> str:
               "*vs July*: agreement in sign and significance with the July 2025 preprint. IP* is grouped per "
               "evaluation run (see `ipstar_groupings.csv` for the pooled reading). An Avg. row is compared with the "
               "paper's only when it averages the same nine datasets.\n\n")
-    return legend + _table(header, rows) + ("\nNotes:\n\n" + "\n".join(notes) + "\n" if notes else "")
+    return legend + md_table(header, rows) + ("\nNotes:\n\n" + "\n".join(notes) + "\n" if notes else "")
 
 
 def render_agreement(report: Path | None) -> str:
-    df = _read_csv(report, "table1_agreement.csv")
+    df = read_report_csv(report, "table1_agreement.csv")
     if df is None or df.empty:
-        return _note("table1_agreement.csv", "experiments `single` and `mutability` with the published tables")
+        return not_run_note("table1_agreement.csv", "experiments `single` and `mutability` with the published tables")
     cols = [c for c in df.columns if c not in ("version",)]
-    return _table(cols, [[_text(_num(r[c], 0)) if c != "label" else _text(r[c]) for c in cols]
+    return md_table(cols, [[cell_text(fmt_num(r[c], 0)) if c != "label" else cell_text(r[c]) for c in cols]
                          for _, r in df.iterrows()])
 
 
@@ -125,42 +127,42 @@ def render_side_by_side(report: Path | None, name: str, columns: dict[str, str],
                         what: str = "") -> str:
     """A table whose ``pub_<col>`` columns (from ``with_published``) are compared with ours: each cell holds our
     value and, below it, the published one and the difference Δ (bold when ``flag`` says it is too far)."""
-    df = _read_csv(report, f"{name}.csv")
+    df = read_report_csv(report, f"{name}.csv")
     if df is None:
-        return _note(f"{name}.csv", what)
-    df = _sort(df)
+        return not_run_note(f"{name}.csv", what)
+    df = paper_sorted(df, relabel=True)
     cols = [c for c in columns if c in df.columns]
     header = [k.capitalize() if k != "dataset" else "Data" for k in keys] + [columns[c] for c in cols]
     rows = []
     for _, r in df.iterrows():
         row = [str(r[k]) for k in keys]
         for c in cols:
-            cell = _num(r[c], digits)
-            if f"pub_{c}" in df.columns and not _isnan(r[f"pub_{c}"]):
-                d = r[c] - r[f"pub_{c}"] if not _isnan(r[c]) else float("nan")
-                delta = _num(d, digits)
-                delta = f"**{delta}**" if not _isnan(d) and flag(r, c) else delta
-                cell += f"<br><small>paper\u00a0{_num(r[f'pub_{c}'], digits)} (Δ\u00a0{delta})</small>"
+            cell = fmt_num(r[c], digits)
+            if f"pub_{c}" in df.columns and not is_missing(r[f"pub_{c}"]):
+                d = r[c] - r[f"pub_{c}"] if not is_missing(r[c]) else float("nan")
+                delta = fmt_num(d, digits)
+                delta = f"**{delta}**" if not is_missing(d) and flag(r, c) else delta
+                cell += f"<br><small>paper\u00a0{fmt_num(r[f'pub_{c}'], digits)} (Δ\u00a0{delta})</small>"
             row.append(cell)
         rows.append(row)
     how = "Each cell: ours; below it the published value and the difference Δ = ours − paper."
-    return legend + " " + how + "\n\n" + _table(header, rows)
+    return legend + " " + how + "\n\n" + md_table(header, rows)
 
 
-def _flag_abs(threshold: float) -> Callable[[pd.Series, str], bool]:
+def flag_abs(threshold: float) -> Callable[[pd.Series, str], bool]:
     return lambda r, c: abs(float(r[c]) - float(r[f"pub_{c}"])) > threshold
 
 
-def _flag_rel(rel: float, floor: float) -> Callable[[pd.Series, str], bool]:
+def flag_rel(rel: float, floor: float) -> Callable[[pd.Series, str], bool]:
     def f(r: pd.Series, c: str) -> bool:
         return abs(float(r[c]) - float(r[f"pub_{c}"])) > max(rel * abs(float(r[f"pub_{c}"])), floor)
     return f
 
 
-def _flag_ig(r: pd.Series, c: str) -> bool:
+def flag_ig(r: pd.Series, c: str) -> bool:
     lb, ub = r.get("pub_lb_2_5"), r.get("pub_ub_97_5")
-    if c != "median" or _isnan(lb) or _isnan(ub):
-        return _flag_rel(0.5, 0.05)(r, c)
+    if c != "median" or is_missing(lb) or is_missing(ub):
+        return flag_rel(0.5, 0.05)(r, c)
     return not (float(lb) <= float(r[c]) <= float(ub))
 
 
@@ -170,10 +172,10 @@ def render_plain(report: Path | None, name: str, columns: list[str] | None = Non
                  labels: dict[str, str] | None = None) -> str:
     """A report CSV as a table: ``columns`` in that order, ``merge`` = (label, columns, formatter) joins columns
     into one cell, constant columns go into the legend, ``labels`` renames headers."""
-    df = _read_csv(report, f"{name}.csv")
+    df = read_report_csv(report, f"{name}.csv")
     if df is None:
-        return _note(f"{name}.csv", what)
-    df = _sort(df)
+        return not_run_note(f"{name}.csv", what)
+    df = paper_sorted(df, relabel=True)
     if columns:
         df = df[[c for c in columns if c in df.columns]]
     for label, cols, fmt in merge:
@@ -188,7 +190,7 @@ def render_ipstar_groupings(report: Path | None) -> str:
     """IP* per evaluation run (Table 1's reading) beside IP* pooled over runs, each with its ± and star."""
     def fmt(suffix: str) -> tuple[str, list[str], Callable[..., str]]:
         return (f"{suffix.replace('_', ' ')}", [f"reduction_pct_{suffix}", f"pm_{suffix}", f"significant_{suffix}"],
-                _cell_reduction)
+                cell_reduction)
 
     return render_plain(
         report, "ipstar_groupings",
@@ -202,10 +204,10 @@ def render_ipstar_groupings(report: Path | None) -> str:
 
 
 def render_ablation(report: Path | None) -> str:
-    df = _read_csv(report, "ablation.csv")
+    df = read_report_csv(report, "ablation.csv")
     if df is None:
-        return _note("ablation.csv", "experiment `ablation`: objectives CT, CD, AR against BL")
-    df = _sort(df)
+        return not_run_note("ablation.csv", "experiment `ablation`: objectives CT, CD, AR against BL")
+    df = paper_sorted(df, relabel=True)
     df = df.assign(objective=df["objective"].map(lambda o: OBJECTIVE_LABELS.get(o, o)))
     wide = df.pivot_table(index=["dataset", "metric"], columns="objective", values="reduction_pct", sort=False)
     wide = wide.reset_index()

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..common import truthy
 from .schema import NOT_REPRODUCED, PARTLY, REPRODUCED, Claim, ClaimsError
 
 _OPS: dict[str, Callable[[float, float], bool]] = {">": operator.gt, ">=": operator.ge, "<": operator.lt,
@@ -95,14 +96,6 @@ def fmt(v: Any, digits: int = 2) -> str:
     if isinstance(v, int | float | np.number):
         return f"{float(v):.{digits}f}"
     return str(v)
-
-
-def truthy(v: Any) -> bool | None:
-    if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
-        return None
-    if isinstance(v, str):
-        return v.strip().lower() in ("true", "1", "yes", "*")
-    return bool(v)
 
 
 def _sign(v: float) -> int:

@@ -25,7 +25,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .paper_tables import PAPER_LABELS, PAPER_ORDER, PUBLISHED_DIR, _sort, _write_table
+from ...facts import PAPER_LABELS, PAPER_ORDER
+from ..common import paper_sorted
+from .paper_tables import PUBLISHED_DIR, write_table
 
 #: appendix table of the July 2025 preprint for each grid's predictive performance
 PERFORMANCE_TABLE = {"gen_params": 4, "penalties": 5, "training_params": 6}
@@ -155,7 +157,7 @@ def final_hyperparameters_table(model_sidecars: Iterable[str | Path], tuned: Ite
             except (TypeError, ValueError):  # a mixed setting ('0.5 / 0.75') never matches
                 return False
         out["matches_paper"] = out.apply(agree, axis=1)
-    return _sort(out).reset_index(drop=True)
+    return paper_sorted(out, reset_index=True)
 
 
 # --------------------------------------------------------------------------------------------------- write
@@ -170,7 +172,7 @@ def write_appendix(out: str | Path, *, grids: Iterable[str | Path] = (), models:
     pub = Path(published_dir) if published_dir is not None else None
     grids = list(grids)
     if grids:
-        _write_table(grid_performance(grids, pub / "grid_performance.csv" if pub else None), out,
+        write_table(grid_performance(grids, pub / "grid_performance.csv" if pub else None), out,
                      "grid_performance", written)
         tune_paths = split_tuning(grids)[1]
         if tune_paths:
@@ -178,7 +180,7 @@ def write_appendix(out: str | Path, *, grids: Iterable[str | Path] = (), models:
     models = list(models)
     if models:
         table = final_hyperparameters_table(models, tuned, pub / "final_hyperparameters.csv" if pub else None)
-        _write_table(table, out, "final_hyperparameters", written)
+        write_table(table, out, "final_hyperparameters", written)
     return written
 
 

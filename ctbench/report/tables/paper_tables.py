@@ -17,8 +17,9 @@ import pandas as pd
 
 from ...errors import BadFileError
 from ...evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
-from ...facts import AVERAGE, OBJECTIVE_LABELS, PAPER_LABELS, PAPER_ORDER
+from ...facts import OBJECTIVE_LABELS, PAPER_LABELS
 from ...io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
+from ..common import paper_sorted, with_labels
 from ..markdown import frame_to_markdown
 from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, pool_seeds
 from .table1 import table1 as table1_cells
@@ -38,25 +39,10 @@ def read_frames(paths: Iterable[str | Path], what: str = "input", required: Iter
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _label(df: pd.DataFrame) -> pd.DataFrame:
-    names = df["dataset"].unique()
-    labels = {d: PAPER_LABELS.get(d, d) for d in names}
-    # a new frame either way, its columns shared until written (pandas copy-on-write): callers may set columns on
-    # it without touching the caller's frame, and a 34M-row evaluation frame is not copied
-    if all(k == v for k, v in labels.items()):
-        return df.copy(deep=False)
-    return df.assign(dataset=df["dataset"].map(labels))
-
-
-def _sort(df: pd.DataFrame) -> pd.DataFrame:
-    rank = {d: i for i, d in enumerate([*PAPER_ORDER, AVERAGE])}
-    return df.sort_values("dataset", key=lambda s: s.map(lambda d: rank.get(d, len(rank))), kind="stable")
-
-
 def table1(evals: pd.DataFrame) -> pd.DataFrame:
     """Table 1: % reduction CT vs BL of IP and IP* (``single``) and cost (``mutability``), with the paper's ± and
     star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.tables.table1`)."""
-    return table1_cells(_label(evals))
+    return table1_cells(with_labels(evals))
 
 
 def table1_bootstrap(evals: pd.DataFrame, n_boot: int = 1000, seed: int = 2025) -> pd.DataFrame:
@@ -68,9 +54,9 @@ def table1_bootstrap(evals: pd.DataFrame, n_boot: int = 1000, seed: int = 2025) 
     for exp, metric, kind, label in (("single", "ip", "ip", "IP"), ("mutability", "cost", "cost", "Cost")):
         sub = evals[evals["experiment"] == exp]
         if len(sub):
-            parts.append(bootstrap_reduction(pool_seeds(_label(sub)), metric, kind=kind, label=label,
+            parts.append(bootstrap_reduction(pool_seeds(with_labels(sub)), metric, kind=kind, label=label,
                                              n_boot=n_boot, seed=seed))
-    return _sort(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
+    return paper_sorted(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
 
 
 def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> pd.DataFrame:
@@ -85,7 +71,7 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
     pub = published_versions(published_dir) if published_dir is not None else None
     rows = []
     for col, name in (("ip_star_run", "per_run"), ("ip_star_pooled", "pooled")):
-        t = reduction_table(pool_seeds(_label(single)), col, kind="ip_star", label="IP*", avg_row=False)
+        t = reduction_table(pool_seeds(with_labels(single)), col, kind="ip_star", label="IP*", avg_row=False)
         for _, r in t.iterrows():
             row = {"dataset": r["dataset"], "grouping": name, "reduction_pct": r["reduction_pct"], "pm": r["pm"],
                    "significant": r["significant"]}
@@ -102,7 +88,7 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
     for c in wide.columns:
         if c.startswith(("reduction_pct", "pm")):
             wide[c] = wide[c].astype(float)
-    return _sort(wide.reset_index())
+    return paper_sorted(wide.reset_index())
 
 
 def table3(evals: pd.DataFrame) -> pd.DataFrame:
@@ -111,14 +97,14 @@ def table3(evals: pd.DataFrame) -> pd.DataFrame:
     for exp, name in (("single", "unconstrained"), ("mutability", "constrained")):
         sub = evals[(evals["experiment"] == exp) & evals["objective"].isin(["full", "vanilla"])]
         if len(sub):
-            v = validity_table(pool_seeds(_label(sub)), avg_row=False)
+            v = validity_table(pool_seeds(with_labels(sub)), avg_row=False)
             v["column"] = v["objective"].map({"full": "ct", "vanilla": "bl"}) + "_" + name
             cols.append(v.pivot(index="dataset", columns="column", values="validity"))
     if not cols:
         return pd.DataFrame()
     out = pd.concat(cols, axis=1).reset_index()
     avg = out.drop(columns="dataset").mean().to_frame().T.assign(dataset="Avg.")
-    return _sort(pd.concat([out, avg], ignore_index=True))
+    return paper_sorted(pd.concat([out, avg], ignore_index=True))
 
 
 #: a Table-3 cell agrees when our validity is within this of the published one (issue 11's target)
@@ -142,7 +128,7 @@ def validity_agreement(t3: pd.DataFrame) -> pd.DataFrame:
 def cost_table_unconstrained(evals: pd.DataFrame) -> pd.DataFrame:
     """Appendix: cost reduction without mutability constraints (``single``)."""
     single = evals[evals["experiment"] == "single"]
-    return reduction_table(pool_seeds(_label(single)), "cost", kind="cost", label="Cost") if len(single) \
+    return reduction_table(pool_seeds(with_labels(single)), "cost", kind="cost", label="Cost") if len(single) \
         else pd.DataFrame()
 
 
@@ -156,7 +142,7 @@ def ablation(evals: pd.DataFrame) -> pd.DataFrame:
     shared = evals[(evals["experiment"] == "single") & evals["objective"].isin(["full", "vanilla"])
                    & ~evals["objective"].isin(set(sub["objective"]))]
     sub = pool_seeds(pd.concat([sub, shared], ignore_index=True))
-    parts = [ablation_table(_label(sub), m, kind=m, label=lab) for m, lab in (("ip", "IP"), ("ip_star", "IP*"))]
+    parts = [ablation_table(with_labels(sub), m, kind=m, label=lab) for m, lab in (("ip", "IP"), ("ip_star", "IP*"))]
     return pd.concat(parts, ignore_index=True)
 
 
@@ -164,11 +150,11 @@ def table2(attrib: pd.DataFrame) -> pd.DataFrame:
     """Table 2: median standardised IG on the protected features with the 2.5/97.5% quantiles over rounds."""
     if attrib.empty:
         return attrib
-    g = _label(attrib).groupby(["dataset", "objective"])["value"]
+    g = with_labels(attrib).groupby(["dataset", "objective"])["value"]
     out = g.agg(median="median", lb_2_5=lambda v: np.quantile(v, 0.025), ub_97_5=lambda v: np.quantile(v, 0.975),
                 n_rounds="count").reset_index()
     out["model"] = out["objective"].map(OBJECTIVE_LABELS).fillna(out["objective"])
-    return _sort(out)
+    return paper_sorted(out)
 
 
 def with_published(ours: pd.DataFrame, published_csv: Path, keys: list[str], value_map: dict[str, str]) -> pd.DataFrame:
@@ -188,13 +174,13 @@ def robustness_figure(robust: pd.DataFrame, path: Path) -> list[Path]:
     """One panel per dataset, one colour per objective (CT, CD, AR, BL), FGSM solid and PGD dashed, mean over seeds."""
     from ..figures.robustness_figures import plot_robustness
 
-    df = _label(robust)
+    df = with_labels(robust)
     df["objective"] = df["objective"].map(OBJECTIVE_LABELS).fillna(df["objective"])
     return plot_robustness(df, path, hue="objective", col="dataset", col_wrap=3,
                            title="Accuracy under attack (mean over training seeds, band: min–max)")
 
 
-def _write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any]) -> None:
+def write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any]) -> None:
     if df is None or df.empty:
         return
     atomic_write_text(out / f"{name}.csv", df.to_csv(index=False))
@@ -223,38 +209,38 @@ def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), rob
         ci = t1.copy()
         if pub is not None and (pub / "table1_reductions.csv").exists() and not t1.empty:
             t1 = compare_versions(t1, pub)
-            _write_table(agreement_counts(t1), out, "table1_agreement", written)
-        _write_table(t1, out, "table1", written)
-        _write_table(ipstar_groupings(evals, pub), out, "ipstar_groupings", written)
-        _write_table(table1_bootstrap(evals, n_boot=n_boot), out, "table1_bootstrap", written)
+            write_table(agreement_counts(t1), out, "table1_agreement", written)
+        write_table(t1, out, "table1", written)
+        write_table(ipstar_groupings(evals, pub), out, "ipstar_groupings", written)
+        write_table(table1_bootstrap(evals, n_boot=n_boot), out, "table1_bootstrap", written)
         ci = ci[ci["dataset"] != "Avg."][["dataset", "metric", "ct_mean_abs", "bl_mean_abs", "lb", "ub"]] \
             if not ci.empty else ci
         if pub is not None and not ci.empty:
             ci = with_published(ci, pub / "appendix_ci_table.csv", ["dataset", "metric"],
                                 {"ct_mean_abs": "ct_mean_abs", "bl_mean_abs": "bl_mean_abs", "lb": "lb_99",
                                  "ub": "ub_99"})
-        _write_table(ci, out, "appendix_ci", written)
+        write_table(ci, out, "appendix_ci", written)
         t3 = table3(evals)
         if pub is not None and not t3.empty:
             t3 = with_published(t3, pub / "table3_validity.csv", ["dataset"],
                                 {c: c for c in t3.columns if c != "dataset"})
-        _write_table(t3, out, "table3", written)
-        _write_table(validity_agreement(t3), out, "table3_agreement", written)
-        _write_table(cost_table_unconstrained(evals), out, "appendix_cost_unconstrained", written)
-        _write_table(ablation(evals), out, "ablation", written)
+        write_table(t3, out, "table3", written)
+        write_table(validity_agreement(t3), out, "table3_agreement", written)
+        write_table(cost_table_unconstrained(evals), out, "appendix_cost_unconstrained", written)
+        write_table(ablation(evals), out, "ablation", written)
     if not attrib.empty:
         t2 = table2(attrib)
         if pub is not None:
             t2 = with_published(t2, pub / "table2_integrated_gradients.csv", ["dataset", "model"],
                                 {"median": "median", "lb_2_5": "lb_2.5", "ub_97_5": "ub_97.5"})
-        _write_table(t2, out, "table2", written)
+        write_table(t2, out, "table2", written)
     if not robust.empty:
-        _write_table(robust, out, "robustness", written)
+        write_table(robust, out, "robustness", written)
         written["robustness_figure"] = [p.name for p in robustness_figure(robust, out / "robustness")]
     if benchmarks_dir is not None:
         from .stage_times import stage_times
 
-        _write_table(stage_times(benchmarks_dir), out, "benchmarks", written)
+        write_table(stage_times(benchmarks_dir), out, "benchmarks", written)
     atomic_write_json(out / "index.json", {"written": written, "provenance": provenance()})
     return written
 
@@ -297,60 +283,51 @@ def performance_table(sidecars: list[dict[str, Any]]) -> pd.DataFrame:
                         "f1_ct": g[("macro_f1", "full")], "f1_bl": g[("macro_f1", "vanilla")]})
     out["acc_diff"] = out["acc_ct"] - out["acc_bl"]
     out["n_seeds"] = df.groupby("dataset")["seed"].nunique()
-    return _sort(out.reset_index())
-
-
-def _input_commits(eval_sidecars: list[dict[str, Any]], models: list[str | Path]) -> dict[str, dict[str, int]]:
-    """``{"evaluations": {commit: n}, "models": {commit: n}}`` from the sidecars' provenance records."""
-    import json
-    from collections import Counter
-
-    def commit(side: dict[str, Any]) -> str:
-        return str((side.get("provenance") or {}).get("git_commit") or side.get("git_commit") or "unknown")
-
-    model_sides = [json.loads(Path(f"{m}.json").read_text()) for m in models if Path(f"{m}.json").exists()]
-    return {"evaluations": dict(Counter(commit(s) for s in eval_sidecars)),
-            "models": dict(Counter(commit(s) for s in model_sides))}
+    return paper_sorted(out.reset_index())
 
 
 def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), models: Iterable[str | Path] = (),
                  tuned: Iterable[str | Path] = (), grids: Iterable[str | Path] = (),
-                 profile: str = "", config: dict[str, Any] | None = None) -> dict[str, Any]:
+                 profile: str = "", config: dict[str, Any] | None = None,
+                 versions: dict[str, Any] | None = None) -> dict[str, Any]:
     """Training times, tuning choices, grid figures and ``provenance.json`` for the book: versions, machine, the
     resolved workflow config (``config``), the fidelity switches, and the code versions that produced the inputs
-    (git commits recorded by the evaluation and model sidecars, with counts: a result set made over several sessions
-    says so)."""
+    (``versions``: :func:`ctbench.report.run_set.check_versions` of every input; by default from the evaluation and
+    model sidecars), with counts and ``mixed``: a result set made over several code versions says so."""
     import json
 
     out = Path(out)
     written: dict[str, Any] = {}
-    models = list(models)
+    evaluations, models = list(evaluations), list(models)
     if models:
         from ..claims import training_times
 
         tt = training_times([Path(f"{m}.json") for m in models])
         tt["experiment"] = [Path(m).parent.parent.name for m in models]
-        _write_table(tt, out, "training_time", written)
+        write_table(tt, out, "training_time", written)
     tuned = list(tuned)
     if tuned:
         rows = [{"dataset": PAPER_LABELS.get(Path(t).parent.name, Path(t).parent.name),
                  **json.loads(Path(t).read_text())} for t in tuned]
-        _write_table(pd.DataFrame(rows), out, "tuning", written)
+        write_table(pd.DataFrame(rows), out, "tuning", written)
     grids = list(grids)
     if grids:
         from ..figures.grid_figures import write_grid_figures
         from ..figures.tuning_figures import split_tuning
         from .grid_tables import grid_effects
 
-        _write_table(grid_effects(grids), out, "grid_effects", written)
+        write_table(grid_effects(grids), out, "grid_effects", written)
         searches = split_tuning(grids)[0]  # the tuning grids get the paper's own figures (write_appendix)
         written["grids"] = [str(p) for p in write_grid_figures(searches, out / "grids")] if searches else []
     sidecars = [json.loads(Path(f"{e}.json").read_text()) for e in evaluations if Path(f"{e}.json").exists()]
-    _write_table(performance_table(sidecars), out, "performance", written)
-    _write_table(performance_by_seed(sidecars), out, "performance_seeds", written)
+    write_table(performance_table(sidecars), out, "performance", written)
+    write_table(performance_by_seed(sidecars), out, "performance_seeds", written)
     fid = sidecars[0]["fidelity"] if sidecars else None
+    if versions is None:
+        from ..run_set import code_versions, summary
+
+        versions = summary(code_versions({"evaluations": evaluations, "models": models}))
     atomic_write_json(out / "provenance.json", {
-        "profile": profile, "fidelity": fid, **provenance(), "machine": machine(), "config": config,
-        "input_code_versions": _input_commits(sidecars, models)})
+        "profile": profile, "fidelity": fid, **provenance(), "machine": machine(), "config": config, **versions})
     written["provenance"] = "provenance.json"
     return written

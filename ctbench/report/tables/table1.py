@@ -29,6 +29,7 @@ from ...evaluation.aggregate import reduction_table
 from ...evaluation.seeds import pool_seeds
 from ...evaluation.seeds import seed_level as _seed_level
 from ...facts import PAPER_ORDER, VERSION_LABELS
+from ..common import paper_sorted
 
 #: the version reproduced (``../shared/papers/000_…``), then the final version and the March 2025 preprint
 #: the published tables shipped with ctbench (defined here, below the claims rules and ``tables``, which both use it)
@@ -104,13 +105,7 @@ def table1(evals: pd.DataFrame) -> pd.DataFrame:
                     "seed_mean": ok["seed_mean"].mean(),
                     "flag": "" if complete else f"average of {len(ok)} datasets, not the paper's nine: "
                                                 "not compared with the published Avg."})
-    return _sort(pd.concat([out, pd.DataFrame(avg)], ignore_index=True))
-
-
-def _sort(df: pd.DataFrame) -> pd.DataFrame:
-    rank = {d: i for i, d in enumerate([*PAPER_DATASETS, "Avg."])}
-    return df.sort_values("dataset", key=lambda s: s.map(lambda d: rank.get(d, len(rank))),
-                          kind="stable").reset_index(drop=True)
+    return paper_sorted(pd.concat([out, pd.DataFrame(avg)], ignore_index=True), reset_index=True)
 
 
 def published_versions(published_dir: str | Path) -> pd.DataFrame:

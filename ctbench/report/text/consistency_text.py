@@ -13,20 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-
-def _note(file: str, what: str) -> str:
-    return (f"```{{note}}\nNot yet run in this profile: `{file}` is not in the report folder ({what}). "
-            "Run the `consistency` stage and the report, then rebuild the book.\n```\n")
-
-
-def _read(report: Path | None, name: str) -> pd.DataFrame | None:
-    p = None if report is None else report / f"{name}.csv"
-    if p is None or not p.exists() or p.stat().st_size == 0:
-        return None
-    df = pd.read_csv(p)
-    return None if df.empty else df
-
-
+from ...io import is_dirty
+from ..common import not_run_note, read_report_csv
 
 #: a dataset's mean rate without SNS "is of the published size" when within this of the paper's (mean over methods)
 SIZE_TOL = 0.1
@@ -85,7 +73,7 @@ def _commit(report: Path | None) -> str:
     c = str(json.loads(p.read_text()).get("git_commit") or "")
     if not c:
         return ""
-    return f"report written with code of `{c[:7]}`{' with uncommitted changes' if c.endswith('+dirty') else ''}"
+    return f"report written with code of `{c[:7]}`{' with uncommitted changes' if is_dirty(c) else ''}"
 
 
 # ------------------------------------------------------------------------------------------------- Table 1
@@ -176,13 +164,13 @@ def _residue(t: pd.DataFrame) -> str:
 
 def render_table1_text(report: Path | None) -> str:
     """The paragraph above Table 1: the headline, the direction of every pair, the size against the paper's."""
-    t = _read(report, "consistency_table1")
+    t = read_report_csv(report, "consistency_table1.csv")
     if t is None:
-        return _note("consistency_table1.csv", "part `black2022`")
+        return not_run_note("consistency_table1.csv", "part `black2022`", stage="consistency")
     base = t[~t["sns"].astype(bool)]
     c, head = _commit(report), _sns_headline(t)
     parts = [f"In this run ({c}), {head}" if c else head[0].upper() + head[1:],
-             _pairs_sentence(_read(report, "consistency_sns_pairs")),
+             _pairs_sentence(read_report_csv(report, "consistency_sns_pairs.csv")),
              _against_published(base), _rs_vs_loo(base), _residue(t)]
     return " ".join(p for p in parts if p) + "\n"
 
@@ -190,9 +178,9 @@ def render_table1_text(report: Path | None) -> str:
 # ------------------------------------------------------------------------------------------------------- r²
 def render_r2_text(report: Path | None) -> str:
     """The r² paragraph: cost against the paper's, without SNS, and the two quantities of Theorem 2."""
-    r = _read(report, "consistency_r2")
+    r = read_report_csv(report, "consistency_r2.csv")
     if r is None:
-        return _note("consistency_r2.csv", "part `black2022`")
+        return not_run_note("consistency_r2.csv", "part `black2022`", stage="consistency")
     n, out = len(r), []
     if "pub_r2" in r and r["pub_r2"].notna().any():
         top = r.loc[r["pub_r2"].idxmax()]
@@ -215,7 +203,7 @@ def render_r2_text(report: Path | None) -> str:
             k = int((high["r2_without_sns"] < high["r2"]).sum())
             text += (f"; leaving them out lowers it on {_of(k, len(high))} of the datasets where ours exceeds the "
                      "paper's" if "pub_r2" in r else f"; leaving them out lowers it on {_of(k, len(high))} datasets")
-            pairs = _read(report, "consistency_sns_pairs")
+            pairs = read_report_csv(report, "consistency_sns_pairs.csv")
             if k == len(high) and pairs is not None and (pairs["cost_delta"] > 0).all():
                 text += (f": SNS counterfactuals cost more than their base method's in every pair and are "
                          f"invalidated at a mean rate of {_r(pairs['iv_sns'].mean())} against "
@@ -276,13 +264,13 @@ def _cost_side(g: pd.DataFrame) -> tuple[str, bool]:
 
 def render_answer_text(report: Path | None) -> str:
     """The CT × consistency answer in plain words, from ``consistency_ct_delta.csv`` and ``consistency_ct.csv``."""
-    d = _read(report, "consistency_ct_delta")
+    d = read_report_csv(report, "consistency_ct_delta.csv")
     if d is None:
-        return _note("consistency_ct_delta.csv", "part `ct`")
-    ct = _read(report, "consistency_ct")
+        return not_run_note("consistency_ct_delta.csv", "part `ct`", stage="consistency")
+    ct = read_report_csv(report, "consistency_ct.csv")
     sns = d["method"].str.endswith("+ SNS")
     plain, with_sns = d[~sns], d[sns]
-    settings = _settings(_read(report, "consistency_models"))
+    settings = _settings(read_report_csv(report, "consistency_models.csv"))
     c = _commit(report)
     head = "; ".join(x for x in (f"measured with {settings}" if settings else "", c) if x)
     out = ["**The answer, in plain words**" + (f" ({head})." if head else ".")
@@ -344,9 +332,9 @@ def _sns_price(ct: pd.DataFrame) -> str:
 # --------------------------------------------------------------------------------------------------- compute
 def render_compute_text(report: Path | None) -> str:
     """CPU seconds per part from ``consistency_models.csv`` (one row per job and model: a job is counted once)."""
-    m = _read(report, "consistency_models")
+    m = read_report_csv(report, "consistency_models.csv")
     if m is None:
-        return _note("consistency_models.csv", "stage `consistency`")
+        return not_run_note("consistency_models.csv", "stage `consistency`", stage="consistency")
     jobs = m.dropna(subset=["cpu_total_s"]).drop_duplicates(["part", "dataset", "seed"])
     out, total = [], {}
     for part, g in jobs.groupby("part", sort=False):

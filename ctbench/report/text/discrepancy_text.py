@@ -23,7 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...experiments.fidelity_switches import SWITCHES
 from ...facts import PAPER_LABELS, VERSION_LABELS
+from ..common import read_report_csv
 from ..tables.table1 import AGREE, PRIMARY, agreement, published_versions
 
 #: this reproduction's target for Table 1 (issue 11): cells agreeing with July or inside the authors' range
@@ -35,16 +37,6 @@ ACC_LOSS = 0.02
 #: CT validity this far below the published one is called out
 VALIDITY_GAP = 0.05
 LABELS = PAPER_LABELS
-#: the metrics each switch is about (the effect table has all of them)
-SWITCH_METRICS = {"mmd_length_scale": ("IP*",), "ip_star_per_run": ("IP*",), "adversarial_label": ("IP", "IP*"),
-                  "synthetic_mutability_zero_reg_adv": ("Cost",), "redraw_per_lambda": ("IP", "IP*", "Cost"),
-                  "ce_step_size": ("IP", "IP*"), "domain_n_sigma": ("IP", "IP*"), "adult_substring_groups": ("IP",)}
-
-
-def _read(report: Path, name: str) -> pd.DataFrame | None:
-    p = Path(report) / name
-    # the settings columns mix numbers and words (0.1, true, predicted): read them as written
-    return pd.read_csv(p, dtype={"reference_setting": str, "paper_setting": str}) if p.exists() else None
 
 
 def _star(sig) -> str:
@@ -86,7 +78,7 @@ def _counts(agr: pd.DataFrame) -> str:
 
 
 def _table3(report: Path) -> str:
-    agr = _read(report, "table3_agreement.csv")
+    agr = read_report_csv(report, "table3_agreement.csv")
     if agr is None or not len(agr):
         return ""
     r = agr.iloc[0]
@@ -157,11 +149,11 @@ def _versions_fact(r: pd.Series) -> str:
 def render_table1_findings(report: str | Path) -> str:
     """Markdown: agreement counts, then one bullet per Table-1 cell that does not agree with the July preprint."""
     report = Path(report)
-    t1, agr = _read(report, "table1.csv"), _read(report, "table1_agreement.csv")
+    t1, agr = read_report_csv(report, "table1.csv"), read_report_csv(report, "table1_agreement.csv")
     if t1 is None or agr is None:
         return "*Table 1 has not been computed for this result set.*\n"
-    perf, t3 = _read(report, "performance_seeds.csv"), _read(report, "table3.csv")
-    mean_perf = _read(report, "performance.csv")
+    perf, t3 = read_report_csv(report, "performance_seeds.csv"), read_report_csv(report, "table3.csv")
+    mean_perf = read_report_csv(report, "performance.csv")
     n_seeds = int(t1["n_seeds"].max()) if "n_seeds" in t1 and t1["n_seeds"].notna().any() else 1
     lines = [f"The result set has {n_seeds} training seed{'s' if n_seeds != 1 else ''} per model. " + _counts(agr)
              + " " + _table3(report), ""]
@@ -205,13 +197,13 @@ def _july(published_dir: str | Path | None) -> pd.DataFrame | None:
 
 def render_switch_findings(report: str | Path, published_dir: str | Path | None = None) -> str:
     """Markdown: per switch, the cells it is about under both settings, July beside, and an agreement count."""
-    eff = _read(Path(report), "fidelity_effects.csv")
+    eff = read_report_csv(Path(report), "fidelity_effects.csv")
     if eff is None or not len(eff):
         return "*The fidelity study has not run for this result set.*\n"
     july = _july(published_dir)
     lines = []
     for switch, g in eff.groupby("switch", sort=False):
-        metrics = SWITCH_METRICS.get(switch, ("IP", "IP*", "Cost"))
+        metrics = SWITCHES[switch].metrics if switch in SWITCHES else ("IP", "IP*", "Cost")
         rows = g[g["metric"].isin(metrics) & g["reference"].notna()]
         if not len(rows):
             continue
@@ -276,13 +268,13 @@ def render_variant_findings(report: str | Path) -> str:
     """Markdown: for each variant run, Table 1's agreement counts beside the default run's, and the cells whose
     agreement with the July preprint changes between the two (both values and the published one)."""
     report = Path(report)
-    base_t1, base_agr = _read(report, "table1.csv"), _read(report, "table1_agreement.csv")
+    base_t1, base_agr = read_report_csv(report, "table1.csv"), read_report_csv(report, "table1_agreement.csv")
     variants = variant_folders(report)
     if base_t1 is None or not variants:
         return "*No variant run is kept beside this result set.*\n"
     lines = []
     for folder in variants:
-        t1, agr = _read(folder, "table1.csv"), _read(folder, "table1_agreement.csv")
+        t1, agr = read_report_csv(folder, "table1.csv"), read_report_csv(folder, "table1_agreement.csv")
         name = folder.name
         counts = []
         for v in ("preprint_2025_07", "satml_2026", "target"):
@@ -291,7 +283,7 @@ def render_variant_findings(report: str | Path) -> str:
                 what = ("reach the target (July agreement or inside the authors' range)" if v == "target"
                         else f"agree in sign and significance with the {VERSION_LABELS[v]}")
                 counts.append(f"{theirs} cells {what} (default run: {ours})")
-        t3, t3_base = _read(folder, "table3_agreement.csv"), _read(report, "table3_agreement.csv")
+        t3, t3_base = read_report_csv(folder, "table3_agreement.csv"), read_report_csv(report, "table3_agreement.csv")
         table3 = (f" Table 3: {int(t3['within'].iloc[0])} of {int(t3['cells'].iloc[0])} validity cells within "
                   f"{float(t3['tolerance'].iloc[0]):.2f} of the final version's (default run: "
                   f"{int(t3_base['within'].iloc[0])})." if t3 is not None and t3_base is not None else "")
