@@ -2,9 +2,12 @@
 #   snakemake --cores N                                       the paper (workflow/config/paper.yaml)
 #   snakemake --cores 2 --configfile workflow/config/quick.yaml  synthetic data, minutes
 #   snakemake --cores 2 --configfile workflow/config/smoke.yaml  every stage on tiny sizes (CI)
-# Rules are thin: each calls one `ctbench` command; what to build and how is decided in ctbench.workflow. Every output
-# path is a template of ctbench.facts.PATHS (W.pattern / W.path), and a rule that reads another's files names them
-# as rules.X.output, so the DAG can be read from the rules.
+# Rules are thin: each calls one `ctbench` command. Which jobs exist and each job's settings are planned once, by the
+# stage's jobs(config) in ctbench/experiments/ (looked up by wildcard through ctbench.workflow.Workflow, helpers in
+# workflow/rules/common.smk); each rule's params carry its job's resolved settings and a fingerprint of the code it
+# runs, so a changed setting or library module reruns what it affects. Every output path is a template of
+# ctbench.facts.PATHS (W.pattern / W.path), and a rule that reads another's files names them as rules.X.output, so
+# the DAG (data → grids → tune → train → evaluate → report → book) can be read from the rules.
 import os
 import sys
 
@@ -50,6 +53,7 @@ wildcard_constraints:
     switch=r"[a-z_]+",
 
 
+include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/grids.smk"
 include: "workflow/rules/tune.smk"

@@ -167,7 +167,6 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
     from .data.registry import family
     from .evaluation.protocol import EvalProtocol
     from .experiments.grids import baseline_config, grid_points, grid_protocol, point_config
-    from .facts import TUNING_GRIDS
     from .fidelity import resolve_fidelity
     from .training.preflight import check_data, check_device, check_train_config
 
@@ -190,8 +189,7 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
         if family(ds) != "synthetic":
             raise ConfigError(f"grids.datasets: {ds!r} is a {family(ds)} dataset; the appendix grids (Notes 3-7) "
                               "run on synthetic datasets only")
-    grid_only = [d for g in workflow.grid_names() for d in workflow.grid_datasets(g) if d not in workflow.datasets]
-    for ds in dict.fromkeys([*workflow.datasets, *grid_only]):
+    for ds in workflow.datasets:
         if ds not in names:
             raise ConfigError(f"datasets: unknown dataset {ds!r}; known: {sorted(available())}; {HOW_TO}")
         try:
@@ -202,32 +200,36 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
             raise ConfigError(f"data_params.{ds}: {err}") from None
     # the consistency study's raw files: a job whose files are absent is skipped (it says so), but a present file
     # must have its checksum (a corrupt one would fail after the other jobs ran)
-    for ds in dict.fromkeys(j["dataset"] for j in workflow.consistency_jobs()):
+    for ds in dict.fromkeys(j["dataset"] for j in workflow.jobs("consistency")):
         check_present_files(ds, (c.get("data_params") or {}).get(ds), f"consistency.datasets: {ds}")
-    # every final model's train config: training, training_overrides, fidelity, data_params, device
-    exps, objs, seeds = workflow.final_members()
-    for ds in workflow.datasets:
-        for e, o, s in zip(exps, objs, seeds, strict=True):
-            where = (f"final model {workflow.model_path(e, ds, o, s)} (settings training, training_overrides, "
-                     "fidelity_overrides, data_params)")
-            _checked(where, check_train_config, workflow.train_config(e, ds, o, s), device=False)
-    # the family that `ctbench evaluate` reads from the registry when it builds the protocol (a plugin dataset's own)
-    families = {name: spec.get("family", "tabular") for name, spec in available().items()}
-    for e in workflow.experiments:
-        for ds in workflow.datasets:
-            proto = _checked("evaluation", EvalProtocol.reference, families.get(ds, "tabular"),
-                             constrained=e == "mutability", **workflow.eval_settings(ds))
-            if families.get(ds) == "synthetic" and e == workflow.experiments[0]:  # generated: its size costs ms
-                check_split_size(ds, (c.get("data_params") or {}).get(ds), fid, proto)
+    # every final model's train config (training, training_overrides, fidelity, data_params, device), as planned
+    for job in _checked("training", workflow.jobs, "final"):
+        for m in job["members"]:
+            where = (f"final model {m['out']} (settings training, training_overrides, fidelity_overrides, "
+                     "data_params)")
+            _checked(where, check_train_config, m["config"], device=False)
+    # the evaluation protocol of every evaluation job (the family `ctbench evaluate` reads from the registry), and
+    # for generated datasets (their size costs ms) whether the test split can give the individuals asked for
+    seen = set()
+    for job in workflow.jobs("evaluation"):
+        key = (family(job["dataset"]), job["constrained"], repr(sorted(job["settings"].items())))
+        if key not in seen:
+            seen.add(key)
+            proto = _checked("evaluation", EvalProtocol.reference, key[0], constrained=job["constrained"],
+                             **job["settings"])
+            if key[0] == "synthetic":
+                check_split_size(job["dataset"], (c.get("data_params") or {}).get(job["dataset"]), fid, proto)
     # grids and tuning: values (types, ranges), every point's train config, the grid evaluation protocol
-    for grid in workflow.grid_names():
-        block = "tune" if grid in TUNING_GRIDS else "grids"
+    by_grid: dict[str, list[dict[str, Any]]] = {}
+    for job in _checked("", workflow.jobs, "grid_chunk"):  # grid_points names the setting of a bad value
+        by_grid.setdefault(job["grid"], []).append(job)
+    for grid, chunk_jobs in by_grid.items():
+        first = chunk_jobs[0]
+        block, overrides, epochs = first["section"], first["grid_overrides"], first["epochs"]
         where = f"{block}.overrides.{grid}"
-        overrides = workflow.grid_overrides(grid)
         points = _checked(where, grid_points, grid, overrides, where)
-        _checked(f"{block}.evaluation", grid_protocol, (c.get(block) or {}).get("evaluation") or {})
-        epochs = (c.get(block) or {}).get("epochs")
-        for ds in workflow.grid_datasets(grid):
+        _checked(f"{block}.evaluation", grid_protocol, first["evaluation"])
+        for ds in dict.fromkeys(j["dataset"] for j in chunk_jobs):
             kw = dict(fidelity_overrides=c.get("fidelity_overrides") or {},
                       data_params=(c.get("data_params") or {}).get(ds, {}), device=c.get("device", "cpu"))
             for p in points:

@@ -223,8 +223,11 @@ def test_grid_captions_and_workflow_feeds_tuning_to_the_report():
     root = Path(__file__).resolve().parent.parent
     cfg = yaml.safe_load((root / "workflow" / "config" / "smoke.yaml").read_text())
     w = Workflow(cfg)
-    outs = w.grid_outputs()
-    assert set(w.tune_chunks("lin_sep")) <= set(outs) and any("/grids/gen_params/" in o for o in outs)
+    outs = w.outputs("grid_chunk")
+    tune = w.job("tune_best", {"dataset": "lin_sep"})["chunks"]
+    tuned = [w.path("grid_chunk", dataset="lin_sep", **dict(zip(tune, v, strict=True)))
+             for v in zip(*tune.values(), strict=True)]
+    assert tuned and set(tuned) <= set(outs) and any("/grids/gen_params/" in o for o in outs)
 
 
 def test_cli_appendix_updates_an_existing_report(tmp_path, capsys):

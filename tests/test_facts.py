@@ -85,11 +85,12 @@ def test_path_templates():
 def _every_path(w: Workflow) -> list[str]:
     kinds = ("evaluation", "robustness", "attribution", "grid_chunk", "tune_best", "fidelity_effect", "consistency")
     out = [p for k in kinds for p in w.outputs(k)]
-    out += [*w.final_models(), *w.prop31_outputs(), *w.book_inputs(), w.book_index(), *w.tune_chunks("lin_sep")]
+    out += [*w.final_models(), w.path("report_index"), w.path("book_index"), w.path("fidelity_effects")]
+    out += [w.path("prop31_file", table=t) for t in ("summary", "settings")]
+    out += [w.path("report_figure", name=n) for n in ("figure1", "mnist_counterfactuals")]
     out += [w.path(k) for k in ("report", "prop31", "benchmarks", "report_gallery", "book")]
     out += [w.path("data", dataset="lin_sep")]
-    keys = w.grid_chunks("gen_params")
-    return out + [w.path("grid_baseline", grid="gen_params", dataset="lin_sep", key=keys[0][0], seed=0)]
+    return out + [j["baseline"] for j in w.jobs("grid_chunk")]
 
 
 @pytest.mark.parametrize("config", [SMOKE, PAPER], ids=["smoke", "paper"])

@@ -2,7 +2,6 @@
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -68,69 +67,75 @@ def test_apply_best(tmp_path):
         apply_best(cfg, str(tmp_path / "bad.json"))
 
 
-def test_workflow_paths_and_arguments():
+def test_the_paper_profile_plans_from_the_stages():
+    """The workflow's jobs are the stages' plans (ctbench.experiments.*.jobs), looked up by wildcard."""
+    from ctbench.experiments.evaluation import jobs as evaluation_jobs
+    from ctbench.experiments.final_training import models_of, train_config
+
     w = Workflow(CONFIGS["paper"])
     assert w.seeds == [0, 1, 2, 3, 4]  # the paper profile trains five seeds per model (issue 11)
-    assert len(w.evaluations()) == 9 * 3 * 5
-    assert w.eval_models("ablation", "adult", 0) == {
+    assert len(w.outputs("evaluation")) == 9 * 3 * 5
+    assert models_of(w.config, "ablation", "adult", 0) == {
         **{o: f"results/paper/models/ablation/adult/{o}_s0.pt" for o in ("energy", "adversarial")},
         "full": "results/paper/models/single/adult/full_s0.pt",  # the same config as single's CT: one model
         "vanilla": "results/paper/models/baseline/adult/vanilla_s0.pt"}
-    assert w.eval_models("single", "adult", 0)["vanilla"] == w.eval_models("mutability", "adult", 0)["vanilla"]
-    assert w.train_config("ablation", "adult", "full", 3) == w.train_config("single", "adult", "full", 3)
-    # the ablation evaluation searches only CD and AR; CT's and BL's rows come from the single evaluation
-    assert set(w.evaluated_models("ablation", "adult", 0)) == {"energy", "adversarial"}
-    assert set(Workflow({**CONFIGS["paper"], "experiments": ["ablation"]}).evaluated_models(
-        "ablation", "adult", 0)) == {"full", "energy", "adversarial", "vanilla"}
+    assert train_config(w.config, "ablation", "adult", "full", 3) == train_config(w.config, "single", "adult", "full",
+                                                                                   3)
+    abl = w.job("evaluation", {"experiment": "ablation", "dataset": "adult", "seed": "0"})
+    assert set(abl["models"]) == {"energy", "adversarial"}
+    alone = evaluation_jobs({**CONFIGS["paper"], "experiments": ["ablation"]})
+    assert set(alone[0]["models"]) == {"full", "energy", "adversarial", "vanilla"}
     assert len(w.final_models()) == 9 * 5 * (1 + 1 + 1 + 2)  # per seed: one BL, CT, constrained CT, CD, AR
-    assert json.loads(w.train_config_json("baseline", "adult", "vanilla", 0))["mutability"] is None
-    args = shlex.split(w.eval_args("mutability", "mnist"))
-    assert "--constrained" in args and "n_individuals=25" in args and "n_runs=100" in args
-    assert "n_individuals=250" in shlex.split(w.eval_args("single", "lin_sep"))
-    assert w.robustness_datasets() == w.datasets  # all nine: the paper's Figure 3 shows the synthetic ones too
-    cfg = json.loads(w.train_config_json("single", "circles", "full", 0))
-    assert cfg["objective"]["lambda_reg"] == 0.5 and cfg["fidelity"] == "reference"
-    assert w.best_json("lin_sep") == []
-    assert Workflow(CONFIGS["smoke"]).best_json("lin_sep") == ["results/smoke/tune/lin_sep/best.json"]
+    mnist = w.job("evaluation", {"experiment": "mutability", "dataset": "mnist", "seed": 0})
+    assert mnist["constrained"] and mnist["settings"]["n_individuals"] == 25 and mnist["settings"]["n_runs"] == 100
+    assert w.job("evaluation", {"experiment": "single", "dataset": "lin_sep", "seed": 0})["settings"][
+        "n_individuals"] == 250
+    assert [j["dataset"] for j in w.jobs("robustness")][::5] == w.datasets  # all nine (Figure 3: synthetic too)
+    main = w.job("final", {"dataset": "circles"}, group="main")
+    assert main["best"] is None and main["members"][0]["config"]["objective"]["lambda_reg"] == 0.5
+    assert Workflow(CONFIGS["smoke"]).job("final", {"dataset": "lin_sep"}, group="main")["best"] == \
+        "results/smoke/tune/lin_sep/best.json"
+    with pytest.raises(ValueError, match="no evaluation job"):
+        w.job("evaluation", {"experiment": "single", "dataset": "iris", "seed": 0})
 
 
 def test_final_training_is_one_population_job_per_dataset():
-    w = Workflow({"results": "R", "datasets": ["lin_sep"], "seeds": [0, 1], "experiments": ["single", "ablation"],
-                  "fidelity": "reference"})
-    exps, objs, seeds = w.final_members()
-    paths = [w.model_path(e, "lin_sep", o, s) for e, o, s in zip(exps, objs, seeds, strict=True)]
+    from ctbench.experiments.final_training import jobs, members, models_of
+
+    cfg = {"results": "R", "datasets": ["lin_sep"], "seeds": [0, 1], "experiments": ["single", "ablation"],
+           "fidelity": "reference"}
+    paths = [m["out"] for j in jobs(cfg) for m in j["members"]]
     # every model the evaluations need, each once (the vanilla baseline is shared)
-    needed = {p for e in ("single", "ablation") for s in (0, 1) for p in w.eval_models(e, "lin_sep", s).values()}
+    needed = {p for e in ("single", "ablation") for s in (0, 1) for p in models_of(cfg, e, "lin_sep", s).values()}
     assert set(paths) == needed and len(paths) == len(set(paths))
-    args = shlex.split(w.final_train_args("lin_sep", paths))
-    assert args.count("--config-json") == len(paths) and args[1::4] and args[3::4] == paths
-    with pytest.raises(ValueError, match="is not the model path"):
-        w.final_train_args("lin_sep", list(reversed(paths)))
     # two jobs per dataset: the main models, and the ablation's CD and AR, so that adding the ablation to a finished
     # run never retrains (and re-evaluates) the main models
-    main, abl = (list(zip(*w.final_members(g), strict=True)) for g in ("main", "ablation"))
-    assert sorted(main + abl) == sorted(zip(exps, objs, seeds, strict=True))
-    assert {e for e, _, _ in abl} == {"ablation"} and {o for _, o, _ in abl} == {"energy", "adversarial"}
-    assert {e for e, _, _ in main} == {"baseline", "single"}
+    main, abl = members(cfg, "main"), members(cfg, "ablation")
+    assert sorted(main + abl) == sorted(members(cfg))
+    assert {f for f, _, _ in abl} == {"ablation"} and {o for _, o, _ in abl} == {"energy", "adversarial"}
+    assert {f for f, _, _ in main} == {"baseline", "single"}
     with pytest.raises(ValueError, match="not in"):
-        w.final_members("everything")
+        members(cfg, "everything")
 
 
 def test_fidelity_study_uses_the_profiles_seeds_and_reuses_its_final_models():
+    from ctbench.experiments.fidelity import jobs
+
     w = Workflow(CONFIGS["paper"])
-    assert w.fidelity_seeds() == w.seeds
-    reuse = w.fidelity_reuse("mmd_length_scale", "lin_sep")
-    assert set(reuse) == {f"{o}_s{s}" for o in ("full", "vanilla") for s in w.seeds}
-    assert reuse["full_s0"] == w.model_path("single", "lin_sep", "full", 0)
-    assert reuse["vanilla_s0"] == w.model_path("single", "lin_sep", "vanilla", 0)
-    assert w.fidelity_reuse("synthetic_mutability_zero_reg_adv", "over")["full_s1"] == \
-        w.model_path("mutability", "over", "full", 1)
-    assert set(reuse.values()) <= set(w.final_models())
-    alone = Workflow({**CONFIGS["paper"], "datasets": ["adult"],
-                      "fidelity_study": {"enabled": True, "seeds": [3]}})
-    assert alone.fidelity_seeds() == [3]
-    assert alone.fidelity_reuse("mmd_length_scale", "lin_sep") == {}  # not trained by this profile
-    assert alone.fidelity_reuse_args("mmd_length_scale", "lin_sep") == ""
+    job = w.job("fidelity_effect", {"switch": "mmd_length_scale", "dataset": "lin_sep"})
+    assert job["seeds"] == w.seeds
+    assert set(job["reuse"]) == {f"{o}_s{s}" for o in ("full", "vanilla") for s in w.seeds}
+    assert job["reuse"]["full_s0"] == "results/paper/models/single/lin_sep/full_s0.pt"
+    assert job["reuse"]["vanilla_s0"] == "results/paper/models/baseline/lin_sep/vanilla_s0.pt"
+    assert w.job("fidelity_effect", {"switch": "synthetic_mutability_zero_reg_adv", "dataset": "over"})["reuse"][
+        "full_s1"] == "results/paper/models/mutability/over/full_s1.pt"
+    assert set(job["reuse"].values()) <= set(w.final_models())
+    alone = jobs({**CONFIGS["paper"], "datasets": ["adult", "lin_sep"], "experiments": ["mutability"],
+                  "fidelity_study": {"enabled": True, "seeds": [3]}})
+    assert {j["seeds"][0] for j in alone} == {3}
+    # the single experiment's CT is not trained by this profile: only the shared baseline can be reused
+    assert next(j for j in alone if j["switch"] == "mmd_length_scale" and j["dataset"] == "lin_sep")["reuse"] == {
+        "vanilla_s3": "results/paper/models/baseline/lin_sep/vanilla_s3.pt"}
 
 
 # --------------------------------------------------------------------------------------------------- Snakemake report

@@ -1,5 +1,8 @@
 """The jobs ``snakemake -n -p`` plans for a profile, normalised, so that two versions of the workflow can be compared
-job by job (rule, inputs, outputs, logs, wildcards, resources, threads and the exact shell command).
+job by job: the job set (rule, inputs, outputs, logs, wildcards, resources, threads) must be the same; the shell
+commands are compared as parsed argument lists (the order of repeated options aside is significant), and are listed
+separately, since a refactoring may quote or group arguments differently on purpose (``--shell`` makes a changed
+command fail the comparison too).
 
 A refactoring of the rules must plan exactly the same jobs:
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -65,10 +69,38 @@ def diff(before: list[str], after: list[str]) -> tuple[list[str], list[str]]:
     return sorted((b - a).elements()), sorted((a - b).elements())
 
 
+def _argv(shell: str) -> list[str]:
+    """A shell command as its words, ``--model A --model B`` and ``--model A B`` alike (``NAME=PATH`` lists)."""
+    words, out, flag = shlex.split(shell), [], None
+    for w in words:
+        if w.startswith("--"):
+            flag = w
+            if w == "--model":
+                continue
+        elif flag == "--model":
+            out.append(f"--model={w}")
+            continue
+        out.append(w)
+    return out
+
+
+def split(jobs: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """(the jobs without their shell command, job → its command's words)."""
+    bare, shells = [], {}
+    for j in jobs:
+        d = json.loads(j)
+        shell = d.pop("shell", "")
+        key = json.dumps(d, sort_keys=True)
+        bare.append(key)
+        shells[key] = _argv(shell) if shell else []
+    return bare, shells
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--against", required=True, help="git revision to compare this working tree with")
     ap.add_argument("profiles", nargs="*", default=["smoke", "quick", "paper"])
+    ap.add_argument("--shell", action="store_true", help="a changed shell command fails the comparison too")
     args = ap.parse_args(argv)
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -78,12 +110,19 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(["tar", "-x", "-C", str(ref)], input=archive, check=True)
         results = str(Path(tmp) / "results")
         for profile in args.profiles:
-            gone, new = diff(plan(ref, profile, results), plan(ROOT, profile, results))
-            failed += bool(gone or new)
-            print(f"{profile}: {'same jobs' if not (gone or new) else f'{len(gone)} job(s) gone, {len(new)} new'}")
+            (before, sh_b), (after, sh_a) = split(plan(ref, profile, results)), split(plan(ROOT, profile, results))
+            gone, new = diff(before, after)
+            changed = sorted(k for k in set(sh_b) & set(sh_a) if sh_b[k] != sh_a[k])
+            failed += bool(gone or new) or (args.shell and bool(changed))
+            print(f"{profile}: {'same jobs' if not (gone or new) else f'{len(gone)} job(s) gone, {len(new)} new'}"
+                  f" ({len(after)} jobs); {len(changed)} shell command(s) with other arguments")
             for tag, jobs in (("-", gone), ("+", new)):
                 for j in jobs[:20]:
                     print(f"  {tag} {j[:400]}")
+            for k in changed[:10]:
+                b, a = sh_b[k], sh_a[k]
+                print(f"  ~ {json.loads(k)['rule']}: only before {[w for w in b if w not in a][:6]}, "
+                      f"only after {[w for w in a if w not in b][:6]}"[:600])
     return 1 if failed else 0
 
 

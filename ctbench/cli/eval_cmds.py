@@ -64,7 +64,7 @@ def _cmd_attribution(args) -> int:
 def add_cli(sub) -> None:
     """Register ``evaluate``, ``robustness`` and ``attribution``."""
     e = sub.add_parser("evaluate", help="the paper's counterfactual evaluation of saved models (one dataset)")
-    e.add_argument("--model", action="append", required=True, metavar="NAME=PATH",
+    e.add_argument("--model", action="extend", nargs="+", required=True, metavar="NAME=PATH",
                    help="a saved model, e.g. CT=results/ct.pt (repeat for each model)")
     e.add_argument("--constrained", action="store_true",
                    help="use the models' mutability constraints at test time (τ = 0.5, the mutability runs)")
@@ -77,14 +77,14 @@ def add_cli(sub) -> None:
     e.set_defaults(func=_cmd_evaluate)
 
     r = sub.add_parser("robustness", help="accuracy under FGSM and PGD over the ε grid")
-    r.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
+    r.add_argument("--model", action="extend", nargs="+", required=True, metavar="NAME=PATH")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--experiment", default="")
     r.add_argument("--out", required=True)
     r.set_defaults(func=_cmd_robustness)
 
     a = sub.add_parser("attribution", help="integrated gradients on the protected features (Table 2)")
-    a.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
+    a.add_argument("--model", action="extend", nargs="+", required=True, metavar="NAME=PATH")
     a.add_argument("--rounds", type=int, default=ATTRIBUTION["rounds"])
     a.add_argument("--samples", type=int, default=ATTRIBUTION["samples"])
     a.add_argument("--steps", type=int, default=ATTRIBUTION["steps"])

@@ -12,12 +12,13 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-#: stage → module of this package (evaluation protocol, robustness, attributions: Table 1-2 and the robustness
-#: figure; grids: appendix grid searches and tuning; fidelity: code/paper switches; consistency: Black et al. 2022;
-#: prop31: the Proposition 3.1 simulation; figures: Figure 1 and MNIST; bench: throughput benchmarks)
-STAGES = {"evaluation": "evaluation", "robustness": "robustness", "attributions": "attributions", "grids": "grids",
-          "fidelity": "fidelity", "consistency": "consistency", "prop31": "prop31", "figures": "figure_runs",
-          "bench": "bench"}
+#: stage → module of this package (final: the final models' training; evaluation protocol, robustness,
+#: attributions: Table 1-2 and the robustness figure; grids: appendix grid searches and tuning; fidelity: code/paper
+#: switches; consistency: Black et al. 2022; prop31: the Proposition 3.1 simulation; figures: Figure 1 and MNIST;
+#: bench: throughput benchmarks)
+STAGES = {"final": "final_training", "evaluation": "evaluation", "robustness": "robustness",
+          "attributions": "attributions", "grids": "grids", "fidelity": "fidelity", "consistency": "consistency",
+          "prop31": "prop31", "figures": "figure_runs", "bench": "bench"}
 
 
 def stage(name: str) -> ModuleType:

@@ -11,7 +11,8 @@ import torch
 
 from ..facts import ATTRIBUTION
 from ..io import provenance
-from .evaluation import _model_meta, _per_model, load_models, models_of
+from .evaluation import _model_meta, _per_model, load_models
+from .final_training import models_of
 
 
 def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -19,8 +20,9 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     att = config.get("attribution") or {}
     if not att.get("enabled", True) or "mutability" not in config["experiments"]:
         return []
-    sizes = {"n_rounds": int(att.get("rounds", 100)), "n_samples": int(att.get("samples", 2500)),
-             "steps": int(att.get("steps", 50))}
+    sizes = {"n_rounds": int(att.get("rounds", ATTRIBUTION["rounds"])),
+             "n_samples": int(att.get("samples", ATTRIBUTION["samples"])),
+             "steps": int(att.get("steps", ATTRIBUTION["steps"]))}
     return [{"experiment": "mutability", "dataset": d, "seed": int(s),
              "models": models_of(config, "mutability", d, int(s)), **sizes}
             for d in config["datasets"] for s in config["seeds"]]

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..facts import EXPERIMENTS, model_folder
-from ..facts import path as result_path
+from ..data.registry import family
+from ..facts import EXPERIMENTS
 from ..io import provenance
 from ..training.pipeline import TrainedModel, load_model
+from .final_training import models_of
 
 
 def parse_models(specs: list[str]) -> dict[str, str]:
@@ -63,41 +64,28 @@ def _model_meta(models: dict[str, TrainedModel]) -> dict[str, Any]:
             for n, m in models.items()}
 
 
-def model_path(config: dict[str, Any], experiment: str, dataset: str, objective: str, seed: int) -> str:
-    """Where the workflow keeps a final model (the catalog's template and folder rule, as ``Workflow.model_path``):
-    one BL per dataset and seed under ``baseline/``; the ablation's full CT model is the single experiment's."""
-    return result_path("model", config["results"], folder=model_folder(experiment, objective), dataset=dataset,
-                       objective=objective, seed=seed)
-
-
-def models_of(config: dict[str, Any], experiment: str, dataset: str, seed: int) -> dict[str, str]:
-    """Objective → model file of one experiment's models of ``dataset`` and ``seed``."""
-    return {o: model_path(config, experiment, dataset, o, seed) for o in EXPERIMENTS[experiment]}
-
-
-def _family(dataset: str) -> str:
-    from ..data import available
-
-    return available().get(dataset, {}).get("family", "tabular")
+def settings(config: dict[str, Any], dataset: str) -> dict[str, Any]:
+    """The protocol overrides of ``ctbench evaluate`` for ``dataset``: the ``evaluation`` block (``n_individuals``
+    may be per family), null entries left out (= the paper's value)."""
+    ev = config.get("evaluation") or {}
+    n_ind = ev.get("n_individuals")
+    sets = {"n_runs": ev.get("n_runs"), "lambdas": ev.get("lambdas"), "seed": ev.get("seed"),
+            "n_individuals": n_ind.get(family(dataset)) if isinstance(n_ind, dict) else n_ind}
+    return {k: v for k, v in sets.items() if v is not None}
 
 
 def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     """One job per (experiment, dataset, seed). The ablation leaves out CT and BL when ``single`` is evaluated too:
     the protocol keys every random stream by the model's name, so their rows would be the same."""
-    ev = config.get("evaluation") or {}
     out = []
     for e in config["experiments"]:
         for d in config["datasets"]:
-            n_ind = ev.get("n_individuals")
-            settings = {"n_runs": ev.get("n_runs"), "lambdas": ev.get("lambdas"), "seed": ev.get("seed"),
-                        "n_individuals": n_ind.get(_family(d)) if isinstance(n_ind, dict) else n_ind}
             for s in config["seeds"]:
                 models = models_of(config, e, d, int(s))
                 if e == "ablation" and "single" in config["experiments"]:
                     models = {o: p for o, p in models.items() if o not in EXPERIMENTS["single"]}
                 out.append({"experiment": e, "dataset": d, "seed": int(s), "models": models,
-                            "constrained": e == "mutability",
-                            "settings": {k: v for k, v in settings.items() if v is not None}})
+                            "constrained": e == "mutability", "settings": settings(config, d)})
     return out
 
 
@@ -107,13 +95,11 @@ def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
     model_specs = [f"{n}={p}" for n, p in job["models"].items()]
     constrained, experiment = bool(job.get("constrained", False)), str(job.get("experiment", ""))
     protocol_overrides = job.get("settings") or {}
-    from ..data import available
     from ..evaluation.protocol import EvalProtocol, evaluate_counterfactuals, performance
 
     models, data = load_models(model_specs)
     fid = next(iter(models.values())).fidelity
-    family = available().get(data.name, {}).get("family", "tabular")
-    protocol = EvalProtocol.reference(family, constrained=constrained, **(protocol_overrides or {}))
+    protocol = EvalProtocol.reference(family(data.name), constrained=constrained, **(protocol_overrides or {}))
     X, y = (data.X_test, data.y_test) if protocol.split == "test" else (
         np.vstack([data.X_train, data.X_val]), np.concatenate([data.y_train, data.y_val]))
     t0 = time.perf_counter()

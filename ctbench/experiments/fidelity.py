@@ -174,13 +174,27 @@ def _done(df: pd.DataFrame, side: dict[str, Any], out_csv: str | Path | None) ->
 
 def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     """One job per (switch, dataset) of a workflow config's ``fidelity_study`` block, limited to the config's
-    ``datasets`` (the workflow adds ``reuse``, the final models the study may load instead of training them)."""
+    ``datasets``. ``seeds``: ``fidelity_study.seeds``, or null = the profile's seeds, so each switch's effect carries
+    the same seed-level uncertainty as Table 1. ``reuse`` (``<objective>_s<seed>`` → path): the final models of the
+    switch's experiment that this profile trains; the study loads one only where its config is exactly the one it
+    would train."""
+    from .final_training import members, model_path
+
     study = config.get("fidelity_study") or {}
     if not study.get("enabled", False):
         return []
     switches, seeds = study.get("switches"), study.get("seeds") or config.get("seeds") or [0]
-    return [{"switch": sw, "dataset": ds, "seeds": [int(s) for s in seeds], "quick": bool(study.get("quick", False))}
-            for sw, ds in default_plan() if (switches is None or sw in switches) and ds in config.get("datasets", [])]
+    seeds = [int(s) for s in seeds]
+    finals = {model_path(config, f, d, o, s) for d in config.get("datasets", []) for f, o, s in members(config)}
+    out = []
+    for sw, ds in default_plan():
+        if (switches is not None and sw not in switches) or ds not in config.get("datasets", []):
+            continue
+        reuse = {f"{o}_s{s}": p for s in seeds for o in ("full", "vanilla")
+                 if (p := model_path(config, SWITCHES[sw].experiment, ds, o, s)) in finals}
+        out.append({"switch": sw, "dataset": ds, "seeds": seeds, "quick": bool(study.get("quick", False)),
+                    "reuse": reuse})
+    return out
 
 
 def run(job: dict[str, Any]) -> pd.DataFrame:

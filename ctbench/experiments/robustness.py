@@ -10,7 +10,8 @@ import pandas as pd
 import torch
 
 from ..io import provenance
-from .evaluation import _model_meta, _per_model, load_models, models_of
+from .evaluation import _model_meta, _per_model, load_models
+from .final_training import models_of
 
 
 def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:

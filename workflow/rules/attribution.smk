@@ -1,13 +1,16 @@
 # Stage 5c: integrated gradients on the protected features of the mutability models (Table 2).
+# Jobs (models, rounds, samples, steps): ctbench.experiments.attributions.jobs.
 rule attribution:
     input:
-        # the mutability experiment's models, in their folders (the shared BL: W.model_path)
-        lambda w: W.eval_models("mutability", w.dataset, w.seed).values(),
+        models=from_job("attribution", "models", rules.train_final.output),
     output:
         W.pattern("attribution"),
     params:
-        models=lambda w: W.model_args(W.eval_models("mutability", w.dataset, w.seed)),
-        args=W.attribution_args(),
+        job=job("attribution"),
+        models=model_args("attribution"),
+        args=lambda w: [a for k, flag in (("n_rounds", "--rounds"), ("n_samples", "--samples"), ("steps", "--steps"))
+                        for a in (flag, str(W.job("attribution", w)[k]))],
+        code=code("eval_cmds"),
     threads: config.get("threads_per_job", 1)
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -19,5 +22,5 @@ rule attribution:
     conda:
         "../../envs/ctbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} ctbench attribution {params.models} {params.args} --seed {wildcards.seed} "
-        "--experiment mutability --out {output} > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} ctbench attribution --model {params.models:q} {params.args:q} "
+        "--seed {wildcards.seed} --experiment mutability --out {output} > {log} 2>&1"

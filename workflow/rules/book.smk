@@ -8,6 +8,7 @@ rule book:
         strict="" if config.get("book", {}).get("strict", True) else "--no-strict",
         report=W.path("report"),
         out=W.path("book"),
+        code=code("report_cmds"),
     benchmark:
         f"{RES}/benchmarks/book/book.tsv"
     log:

@@ -1,13 +1,16 @@
 # The consistency study (Black et al., ICLR 2022): a base model, counterfactuals by each method ± SNS, RS and LOO
 # retrained models as one population, invalidation rates; part `black2022` (003's Table 1) and part `ct` (the same
 # on CT and BL models). One job per dataset (and seed); the report turns the files into tables and the figure.
+# Jobs (settings per part): ctbench.experiments.consistency.jobs.
 rule consistency:
     output:
         W.pattern("consistency"),
     wildcard_constraints:
         part="black2022|ct",
     params:
-        settings=lambda w: W.consistency_settings(w.part, w.dataset, w.seed),
+        job=job("consistency"),
+        settings=lambda w: json.dumps(W.job("consistency", w)["settings"], sort_keys=True),
+        code=code("study_cmds"),
     threads: 1
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -20,4 +23,4 @@ rule consistency:
         "../../envs/ctbench.yaml"
     shell:
         "ctbench consistency --part {wildcards.part} --dataset {wildcards.dataset} --seed {wildcards.seed} "
-        "--settings {params.settings} --out {output} --quiet > {log} 2>&1"
+        "--settings {params.settings:q} --out {output} --quiet > {log} 2>&1"

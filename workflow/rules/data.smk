@@ -4,7 +4,8 @@ rule data:
         W.pattern("data"),
     params:
         fidelity=config["fidelity"],
-        data_params=lambda w: W.data_params_json(w.dataset),
+        data_params=lambda w: json.dumps((config.get("data_params") or {}).get(w.dataset, {}), sort_keys=True),
+        code=code("data_cmds"),
     log:
         f"{RES}/logs/data/{{dataset}}.log",
     resources:

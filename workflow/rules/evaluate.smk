@@ -1,13 +1,17 @@
 # Stage 5a: counterfactual evaluation of each experiment's models (test-time ECCo over the λ grid, all runs).
+# Jobs (models per experiment, protocol settings): ctbench.experiments.evaluation.jobs.
 rule evaluate:
     input:
-        # the models depend on the experiment wildcard (shared BL and CT live in other experiments' folders)
-        lambda w: W.evaluated_models(w.experiment, w.dataset, w.seed).values(),
+        # the models of the job, made by train_final (the ablation's CD and AR by train_final_ablation)
+        models=from_job("evaluation", "models", rules.train_final.output, *ABLATION_MODELS),
     output:
         W.pattern("evaluation"),
     params:
-        models=lambda w: W.model_args(W.evaluated_models(w.experiment, w.dataset, w.seed)),
-        args=lambda w: W.eval_args(w.experiment, w.dataset),
+        job=job("evaluation"),
+        models=model_args("evaluation"),
+        args=lambda w: (["--constrained"] if W.job("evaluation", w)["constrained"] else []) + [
+            a for k, v in W.job("evaluation", w)["settings"].items() for a in ("--set", f"{k}={json.dumps(v)}")],
+        code=code("eval_cmds"),
     threads: config.get("threads_per_job", 1)
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -19,5 +23,5 @@ rule evaluate:
     conda:
         "../../envs/ctbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} ctbench evaluate {params.models} {params.args} "
+        "OMP_NUM_THREADS={threads} ctbench evaluate --model {params.models:q} {params.args:q} "
         "--experiment {wildcards.experiment} --out {output} --quiet > {log} 2>&1"

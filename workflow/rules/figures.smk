@@ -1,11 +1,14 @@
 # Figures of the paper that need their own models or searches, and the measured effect of each fidelity switch
 # (the book's "where code and paper disagree" chapter). Outputs go straight into the report folder.
+# Jobs: ctbench.experiments.figure_runs.jobs (figure1, mnist) and ctbench.experiments.fidelity.jobs (per switch).
 rule figure1:
     output:
         W.path("report_figure", name="figure1"),
     params:
-        quick="--quick" if config["profile"] == "smoke" else "",
+        job=lambda w: W.job("figures", figure="figure1"),
+        quick=lambda w: "--quick" if W.job("figures", figure="figure1")["quick"] else "",
         out=W.path("report"),
+        code=code("figure_cmds"),
     benchmark:
         f"{RES}/benchmarks/figure1/figure1.tsv"
     log:
@@ -19,14 +22,16 @@ rule figure1:
 rule mnist_figures:
     input:
         # made by train_final: the first seed's constrained CT and the shared BL on MNIST
-        ct=W.model_path("mutability", "mnist", "full", W.seeds[0]),
-        bl=W.model_path("mutability", "mnist", "vanilla", W.seeds[0]),
+        ct=lambda w: made_by([W.job("figures", figure="mnist")["ct"]], rules.train_final.output),
+        bl=lambda w: made_by([W.job("figures", figure="mnist")["bl"]], rules.train_final.output),
     output:
         W.path("report_figure", name="mnist_counterfactuals"),
         W.path("report_figure", name="mnist_grid_ct"),  # the appendix's 10x10 grids (paper Figures 4-5)
         W.path("report_figure", name="mnist_grid_bl"),
     params:
+        job=lambda w: W.job("figures", figure="mnist"),
         out=W.path("report"),
+        code=code("figure_cmds"),
     benchmark:
         f"{RES}/benchmarks/mnist_figures/mnist_figures.tsv"
     log:
@@ -39,14 +44,18 @@ rule mnist_figures:
 
 rule fidelity_effect:
     input:
-        # the final models this effect may reuse: those of this profile whose config is the study's (per switch)
-        lambda w: W.fidelity_reuse(w.switch, w.dataset).values(),
+        # the final models this effect may reuse (made by train_final): those of this profile whose config is the
+        # study's (per switch)
+        reuse=from_job("fidelity_effect", "reuse", rules.train_final.output, *ABLATION_MODELS),
     output:
         W.pattern("fidelity_effect"),
     params:
-        quick="--quick" if config.get("fidelity_study", {}).get("quick", False) else "",
-        seeds=" ".join(map(str, W.fidelity_seeds())),
-        reuse=lambda w: W.fidelity_reuse_args(w.switch, w.dataset),
+        job=job("fidelity_effect"),
+        quick=lambda w: "--quick" if W.job("fidelity_effect", w)["quick"] else "",
+        seeds=lambda w: W.job("fidelity_effect", w)["seeds"],
+        reuse=lambda w: ["--reuse", *(f"{k}={v}" for k, v in r.items())] if (
+            r := W.job("fidelity_effect", w)["reuse"]) else [],
+        code=code("study_cmds"),
     threads: 1
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -59,7 +68,7 @@ rule fidelity_effect:
         "../../envs/ctbench.yaml"
     shell:
         "ctbench fidelity-effect --switch {wildcards.switch} --dataset {wildcards.dataset} {params.quick} "
-        "--seeds {params.seeds} {params.reuse} --out {output} > {log} 2>&1"
+        "--seeds {params.seeds} {params.reuse:q} --out {output} > {log} 2>&1"
 
 
 rule fidelity_effects:
@@ -67,6 +76,8 @@ rule fidelity_effects:
         expand(rules.fidelity_effect.output[0], zip, **W.wildcards("fidelity_effect")),
     output:
         W.path("fidelity_effects"),
+    params:
+        code=code("study_cmds"),
     log:
         f"{RES}/logs/fidelity/merge.log",
     conda:

@@ -1,12 +1,33 @@
 # Stage 2: the appendix grid searches (Notes 3, 5, 7) on the synthetic data. Each job trains and evaluates a
 # chunk of grid points against one shared baseline model (BL does not depend on generator/penalty parameters).
+# Jobs: ctbench.experiments.grids.jobs (one per chunk; a baseline per grid, dataset, key and seed).
+
+
+def grid_args(kind):
+    """The settings of a grid job as ``ctbench grid`` arguments (JSON values are quoted by Snakemake's :q)."""
+
+    def args(w):
+        j = W.job(kind, w)
+        out = ["--dataset", j["dataset"], "--fidelity", j["fidelity"]]
+        for flag, value in (("--fidelity-overrides", j["fidelity_overrides"]), ("--data-params", j["data_params"]),
+                            ("--overrides", j["grid_overrides"])):
+            if value:
+                out += [flag, json.dumps(value, sort_keys=True)]
+        return out + (["--epochs", str(int(j["epochs"]))] if j["epochs"] else [])
+
+    return args
+
+
 rule grid_baseline:
     input:
         rules.data.output,
     output:
         W.pattern("grid_baseline"),
     params:
-        common=lambda w: W.grid_common_args(w.grid, w.dataset),
+        job=job("grid_baseline"),
+        fidelity=FIDELITY,
+        args=grid_args("grid_baseline"),
+        code=code("grid_cmds"),
     threads: 1
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset),
@@ -17,7 +38,7 @@ rule grid_baseline:
     conda:
         "../../envs/ctbench.yaml"
     shell:
-        "ctbench grid baseline --grid {wildcards.grid} --key {wildcards.key} --seed {wildcards.seed} {params.common} "
+        "ctbench grid baseline --grid {wildcards.grid} --key {wildcards.key} --seed {wildcards.seed} {params.args:q} "
         "--threads {threads} --quiet --out {output} > {log} 2>&1"
 
 
@@ -27,13 +48,16 @@ rule grid_chunk:
     output:
         W.pattern("grid_chunk"),
     params:
-        points=lambda w: " ".join(f"--point {p}" for p in W.grid_chunk_ids(w.grid, w.key, w.chunk)),
-        common=lambda w: W.grid_common_args(w.grid, w.dataset),
-        eval=lambda w: W.grid_eval_arg(w.grid),
+        job=job("grid_chunk"),
+        fidelity=FIDELITY,
+        args=grid_args("grid_chunk"),
+        points=lambda w: [a for p in W.job("grid_chunk", w)["points"] for a in ("--point", p)],
+        eval=lambda w: ["--eval", json.dumps(e, sort_keys=True)] if (e := W.job("grid_chunk", w)["evaluation"]) else [],
+        code=code("grid_cmds"),
     threads: 1
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset),
-        runtime=lambda w: 2 * W.runtime_min(w.dataset) * len(W.grid_chunk_ids(w.grid, w.key, w.chunk)),
+        runtime=lambda w: 2 * W.runtime_min(w.dataset) * len(W.job("grid_chunk", w)["points"]),
     benchmark:
         f"{RES}/benchmarks/grid_chunk/{{grid}}_{{dataset}}_{{key}}_c{{chunk}}_s{{seed}}.tsv"
     log:
@@ -41,5 +65,5 @@ rule grid_chunk:
     conda:
         "../../envs/ctbench.yaml"
     shell:
-        "ctbench grid run --grid {wildcards.grid} --seed {wildcards.seed} {params.common} {params.points} "
-        "--baseline {input.baseline} {params.eval} --threads {threads} --quiet --out {output} > {log} 2>&1"
+        "ctbench grid run --grid {wildcards.grid} --seed {wildcards.seed} {params.args:q} {params.points:q} "
+        "--baseline {input.baseline} {params.eval:q} --threads {threads} --quiet --out {output} > {log} 2>&1"

@@ -1,14 +1,13 @@
-import json
-import shlex
-
 # Stage 6: tables, figures, CPU time per stage, Proposition 3.1 check and claim verdicts → the report folder.
 rule prop31:
     output:
         W.path("prop31_file", table="summary"),
         W.path("prop31_file", table="settings"),
     params:
-        quick="--quick" if config.get("prop31", {}).get("quick", False) else "",
+        job=lambda w: W.job("prop31"),
+        quick=lambda w: "--quick" if W.job("prop31")["quick"] else "",
         out=W.path("prop31"),
+        code=code("study_cmds"),
     benchmark:
         f"{RES}/benchmarks/prop31/prop31.tsv"
     log:
@@ -26,9 +25,9 @@ rule report:
         attribution=expand(rules.attribution.output[0], zip, **W.wildcards("attribution")),
         grids=expand(rules.grid_chunk.output[0], zip, **W.wildcards("grid_chunk")),
         tuned=expand(rules.tune_select.output[0], zip, **W.wildcards("tune_best")),
-        # made by train_final(_ablation), several experiments' models per job: every model evaluated
-        models=W.final_models(),
-        prop31=rules.prop31.output if W.prop31_outputs() else [],
+        # every final model (their sidecars give the appendix's Table 2), made by train_final(_ablation)
+        models=made_by(W.final_models(), rules.train_final.output, *ABLATION_MODELS),
+        prop31=rules.prop31.output if W.jobs("prop31") else [],
         consistency=expand(rules.consistency.output[0], zip, **W.wildcards("consistency")),
         claims="claims.yaml",
     output:
@@ -42,14 +41,16 @@ rule report:
             if files
         ),
         profile=config["profile"],
-        config_json=lambda w: shlex.quote(json.dumps(config, sort_keys=True, default=str)),
+        config_json=json.dumps(config, sort_keys=True, default=str),
         benchmarks=W.path("benchmarks"),
         # the other stages of this run that write into the report folder (the files of any other stage are set aside)
-        stages=" ".join(s for s, on in (("figure1", W.figure_outputs()), ("mnist_figures", W.mnist_figures()),
-                                        ("prop31", W.prop31_outputs()), ("fidelity_study", W.fidelity_outputs()))
-                        if on),
+        stages=" ".join(s for s, on in (
+            ("figure1", any(j["figure"] == "figure1" for j in W.jobs("figures"))),
+            ("mnist_figures", any(j["figure"] == "mnist" for j in W.jobs("figures"))),
+            ("prop31", W.jobs("prop31")), ("fidelity_study", W.jobs("fidelity_effect"))) if on),
         publish="--publish" if config.get("report", {}).get("publish", False) else "",
         out=W.path("report"),
+        code=code("report_cmds"),
     benchmark:
         f"{RES}/benchmarks/report/report.tsv"
     log:
@@ -58,16 +59,16 @@ rule report:
         "../../envs/ctbench.yaml"
     shell:
         "ctbench report --eval {input.evals} --models {input.models} {params.optional} --claims {input.claims} "
-        "--benchmarks {params.benchmarks} --profile {params.profile} --config-json {params.config_json} "
+        "--benchmarks {params.benchmarks} --profile {params.profile} --config-json {params.config_json:q} "
         "--stages {params.stages} {params.publish} --out {params.out} > {log} 2>&1"
 
 
 # What the book (and the report gallery) shows: the report, the figures with models of their own, the fidelity study.
 BOOK_INPUTS = [
     *rules.report.output,
-    *(rules.figure1.output if W.figure_outputs() else []),
-    *(rules.mnist_figures.output if W.mnist_figures() else []),
-    *(rules.fidelity_effects.output if W.fidelity_outputs() else []),
+    *(rules.figure1.output if any(j["figure"] == "figure1" for j in W.jobs("figures")) else []),
+    *(rules.mnist_figures.output if any(j["figure"] == "mnist" for j in W.jobs("figures")) else []),
+    *(rules.fidelity_effects.output if W.jobs("fidelity_effect") else []),
 ]
 
 
@@ -95,6 +96,7 @@ rule report_gallery:
     params:
         report=W.path("report"),
         out=W.path("report_gallery"),
+        code=code("report_cmds"),
     log:
         f"{RES}/logs/report_gallery.log",
     conda:

@@ -1,13 +1,15 @@
 # Stage 5b: accuracy under FGSM and PGD (Fig. 5) on the ablation models (BL, CT, CD, AR).
+# Jobs (the experiment whose models are attacked): ctbench.experiments.robustness.jobs.
 rule robustness:
     input:
-        # the models of one experiment's objectives, in their folders (shared BL and CT: W.model_path)
-        lambda w: W.eval_models(W.robustness_experiment(), w.dataset, w.seed).values(),
+        models=from_job("robustness", "models", rules.train_final.output, *ABLATION_MODELS),
     output:
         W.pattern("robustness"),
     params:
-        models=lambda w: W.model_args(W.eval_models(W.robustness_experiment(), w.dataset, w.seed)),
-        experiment=W.robustness_experiment(),
+        job=job("robustness"),
+        models=model_args("robustness"),
+        experiment=lambda w: W.job("robustness", w)["experiment"],
+        code=code("eval_cmds"),
     threads: config.get("threads_per_job", 1)
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -19,5 +21,5 @@ rule robustness:
     conda:
         "../../envs/ctbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} ctbench robustness {params.models} --seed {wildcards.seed} "
+        "OMP_NUM_THREADS={threads} ctbench robustness --model {params.models:q} --seed {wildcards.seed} "
         "--experiment {params.experiment} --out {output} > {log} 2>&1"

@@ -1,10 +1,14 @@
 # Stage 3: key-parameter tuning (Notes 9, 11) on every dataset; the chunks run through the grid rules above.
 # best.json is an input of final training only when tune.select is true (the published values are the default).
+# Jobs: ctbench.experiments.grids.select_jobs (one per tuned dataset, with the tuning chunks it reads).
 rule tune_select:
     input:
-        expand(rules.grid_chunk.output[0], zip, allow_missing=True, **W.tune_chunk_wildcards()),
+        lambda w: expand(rules.grid_chunk.output[0], zip, **W.job("tune_best", w)["chunks"],
+                         dataset=[w.dataset] * len(W.job("tune_best", w)["chunks"]["grid"])),
     output:
         W.pattern("tune_best"),
+    params:
+        code=code("grid_cmds"),
     benchmark:
         f"{RES}/benchmarks/tune_select/{{dataset}}.tsv"
     log:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..evaluation import model_path
+from ..final_training import model_path
 from .linear import figure1
 from .mnist import mnist_figures
 

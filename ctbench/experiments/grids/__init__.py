@@ -57,6 +57,7 @@ from .runner import (
     read_chunks,
     run,
     run_chunk,
+    select_jobs,
     summarise_point,
     write,
 )
@@ -66,5 +67,6 @@ __all__ = [
     "ALL_DATASETS", "EPOCH_COLUMNS", "GENERATORS", "GRIDS", "GRID_EVAL", "META_KEYS", "NOTE1", "PARAMS",
     "SELECTION_RULE", "SUMMARY_COLUMNS", "baseline_config", "baseline_key", "baseline_keys",
     "chunks", "epochs_path", "find_points", "grid_definition", "grid_points", "grid_protocol", "grid_size",
-    "jobs", "point_config", "read_chunks", "run", "run_chunk", "select_best", "summarise_point", "write", "write_best",
+    "jobs", "point_config", "read_chunks", "run", "run_chunk", "select_best", "select_jobs", "summarise_point",
+    "write", "write_best",
 ]

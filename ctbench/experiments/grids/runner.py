@@ -227,15 +227,18 @@ def write(summary: pd.DataFrame, out_csv: str | Path) -> Path:
 
 def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     """One job per (grid, dataset, chunk of points sharing a BL model, seed) of a workflow config's ``grids`` and
-    ``tune`` blocks (the first training seed: the authors' grids ran one seed each). ``baseline`` is the BL model
-    file that ``ctbench grid baseline`` trains for the chunk's key."""
+    ``tune`` blocks (the first training seed: the authors' grids ran one seed each; more training seeds add
+    uncertainty to the final models' tables, not to the hyper-parameter choice). ``baseline`` is the BL model file
+    that ``ctbench grid baseline`` trains for the chunk's key; ``points`` the chunk's point ids."""
+    from ...facts import path as result_path
+
     res, out = str(config["results"]).rstrip("/"), []
     for section in ("grids", "tune"):
         block = config.get(section) or {}
         for grid in (block.get("names") or []) if block.get("enabled", False) else []:
             overrides = dict((block.get("overrides") or {}).get(grid, {}))
             by_key: dict[str, list[str]] = {}
-            for p in grid_points(grid, overrides):
+            for p in grid_points(grid, overrides, f"{section}.overrides.{grid}"):
                 by_key.setdefault(baseline_key(grid, p), []).append(p["id"])
             settings = {"fidelity": config["fidelity"], "fidelity_overrides": config.get("fidelity_overrides") or {},
                         "grid_overrides": overrides, "epochs": block.get("epochs"),
@@ -244,10 +247,28 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
                 for key, ids in by_key.items():
                     for i, ids_c in enumerate(chunks(ids, int(block.get("chunk_size", 9)))):
                         for s in [int(v) for v in config["seeds"][:1]]:
-                            bl = f"{res}/grids/{grid}/{d}/baseline_{key}_s{s}.pt"
+                            bl = result_path("grid_baseline", res, grid=grid, dataset=d, key=key, seed=s)
                             out.append({"grid": grid, "dataset": d, "key": key, "chunk": i, "seed": s,
-                                        "points": list(ids_c), "baseline": bl,
+                                        "section": section, "points": list(ids_c), "baseline": bl,
                                         "data_params": (config.get("data_params") or {}).get(d, {}), **settings})
+    return out
+
+
+def select_jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tuning stage's ``tune select`` jobs: one per tuned dataset, with the tuning grids' chunks it reads
+    (``chunks``: parallel lists of grid, key, chunk, seed) and its ``out`` (``best.json``)."""
+    from ...facts import TUNING_GRIDS
+    from ...facts import path as result_path
+
+    by_dataset: dict[str, list[dict[str, Any]]] = {}
+    for j in jobs(config):
+        if j["grid"] in TUNING_GRIDS:
+            by_dataset.setdefault(j["dataset"], []).append(j)
+    out = []
+    for d in sorted(by_dataset):
+        chunk_jobs = by_dataset[d]
+        out.append({"dataset": d, "out": result_path("tune_best", str(config["results"]).rstrip("/"), dataset=d),
+                    "chunks": {k: [j[k] for j in chunk_jobs] for k in ("grid", "key", "chunk", "seed")}})
     return out
 
 

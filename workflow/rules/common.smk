@@ -1,0 +1,53 @@
+# Helpers of the rule files. Every job is planned once, by its stage's jobs(config) in ctbench/experiments/
+# (ctbench.workflow.Workflow looks a job up by its wildcards): a rule's params carry that job's full resolved
+# settings, as functions of the wildcards only, so Snakemake reruns a job whose settings changed (and what reads its
+# files); `code` is the fingerprint of the ctbench source the rule runs (ctbench.code_version), so a library change
+# reruns what it can affect. Which rule consumes which rule's files is written in the rules: rules.X.output.
+import json
+import re
+
+from snakemake.io import regex_from_filepattern
+
+from ctbench.code_version import fingerprint
+from ctbench.fidelity import resolve_fidelity
+
+
+def job(kind, **fixed):
+    """A params function: the job of ``kind`` (ctbench.workflow.PLANS) that the rule's wildcards name."""
+    return lambda w: W.job(kind, w, **fixed)
+
+
+def code(module):
+    """The fingerprint of ctbench.cli.<module> (the command the rule calls) and every ctbench module it imports."""
+    return fingerprint(f"ctbench.cli.{module}")
+
+
+# The resolved fidelity switches (mode and fidelity_overrides applied): a param of every rule whose outputs they set.
+FIDELITY = resolve_fidelity(config["fidelity"], config.get("fidelity_overrides") or {}).to_dict()
+
+
+def made_by(files, *outputs):
+    """``files`` (paths), each checked to be a file that one of ``outputs`` (output templates of other rules, e.g.
+    rules.train_final.output) makes: the consumer's edge to its producer, written in the consumer's rule."""
+    patterns = [re.compile(regex_from_filepattern(o)) for out in outputs for o in out]
+    files = list(files)
+    for f in files:
+        if not any(p.match(f) for p in patterns):
+            raise ValueError(f"{f} is not an output of the rule(s) named as its producer")
+    return files
+
+
+def from_job(kind, key, *outputs, **fixed):
+    """An input function: the files that field ``key`` of the rule's job names (a mapping's values or a list),
+    made by ``outputs`` (made_by)."""
+
+    def files(w):
+        named = W.job(kind, w, **fixed)[key]
+        return made_by(named.values() if isinstance(named, dict) else named, *outputs)
+
+    return files
+
+
+def model_args(kind):
+    """A params function: ``NAME=PATH`` of each model of the job (``ctbench evaluate --model ...``)."""
+    return lambda w: [f"{name}={path}" for name, path in W.job(kind, w)["models"].items()]
