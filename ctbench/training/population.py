@@ -11,8 +11,9 @@ population_search`).
 
 Members that cannot share a program (other architecture, batch size or epochs), and members whose rows per
 mini-batch differ (training rows; counterfactual tuples or not, their number and burn-in), are put in separate groups
-automatically, so a member's weights never depend on the other members of its population (bitwise, tested); models that cannot be stacked (not a plain MLP/linear model, or a generator with custom search hooks)
-run through the single-model trainer. Members with different search spaces (feature space; the latent space of a
+automatically, so a member's weights never depend on the other members of its population (bitwise, tested); models
+that cannot be stacked (not a plain MLP/linear model, or a generator with custom search hooks) run through the
+single-model trainer. Members with different search spaces (feature space; the latent space of a
 REVISE VAE) share the training program and search once per space each epoch. A member that diverges or does not
 learn (:mod:`.health`: non-finite loss or weights, loss far beyond its start, validation accuracy at the
 majority-class rate) is reported (name, settings, epoch, figures) and returned without a model (with it, marked by
