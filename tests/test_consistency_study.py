@@ -267,7 +267,7 @@ def test_mlp_hidden_widths():
 def test_ct_tables_without_a_valid_counterfactual_give_empty_delta_table_not_a_crash():
     """A CT × consistency job whose counterfactuals are all invalid (3 epochs, one seed) has no per-seed CT − BL
     difference: the delta table is empty (the report used to stop with KeyError: 'method')."""
-    from ctbench.report.consistency import ct_tables
+    from ctbench.report.tables.consistency_tables import ct_tables
 
     rows = [{"part": "ct", "dataset": "lin_sep", "method": "ecco", "model": m, "seed": 0, "valid": False,
              "iv_loo": np.nan, "iv_rs": np.nan, "cost_l2": np.nan} for m in ("CT", "BL") for _ in range(3)]

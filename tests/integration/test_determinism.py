@@ -25,7 +25,7 @@ import pytest
 import torch
 import yaml
 
-from ctbench.report.compare import VOLATILE
+from ctbench.report.tables.compare import VOLATILE
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -96,7 +96,7 @@ def test_seed0_results_do_not_depend_on_cores_population_or_chunking(two_runs):
 
 
 def test_grid_tables_do_not_depend_on_chunking(two_runs):
-    from ctbench.report.compare import compare_reports
+    from ctbench.report.tables.compare import compare_reports
 
     a, b = two_runs
     ra, rb = a / "report", b / "report"
