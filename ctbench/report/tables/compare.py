@@ -31,7 +31,7 @@ class Tolerance:
 
 #: columns that identify a row of a report table (everything else is compared as a value)
 IDENTITY = ("claim", "dataset", "metric", "objective", "model", "experiment", "seed", "version", "grouping", "grid",
-            "parameter", "value", "switch", "method", "source", "part", "attack", "eps", "round", "label")
+            "parameter", "value", "switch", "method", "source", "part", "attack", "eps", "round", "label", "point")
 
 
 def _key_columns(df: pd.DataFrame) -> list[str]:
