@@ -73,3 +73,35 @@ def test_subfolders_are_compared_and_strict_lists_additions(tmp_path, capsys):
     assert any(w == ("performance.csv", "", "row only in the fresh result set") for w in what)
     assert main(["compare", str(fresh), "--committed", str(COMMITTED)]) == 0
     assert main(["compare", str(fresh), "--committed", str(COMMITTED), "--strict"]) == 1
+
+
+def test_a_slice_is_compared_on_every_number_it_makes_and_nothing_else(tmp_path):
+    """``compare --slice`` (the verify profile): the slice's rows must equal the committed ones exactly; the
+    committed rows it does not make, the rows and tables that pool the whole set are not compared."""
+    import pandas as pd
+
+    from ctbench.report.tables.compare import compare_reports
+
+    committed, fresh = tmp_path / "committed", tmp_path / "fresh"
+    committed.mkdir()
+    fresh.mkdir()
+    full = pd.DataFrame({"dataset": ["LS", "Moon", "GMSC", "Avg."], "metric": "IP",
+                         "reduction_pct": [19.0, 7.6, 5.0, 10.5]})
+    full.to_csv(committed / "table1.csv", index=False)
+    pd.DataFrame({"claim": ["ip_avg"], "verdict": ["reproduced"]}).to_csv(committed / "verdicts.csv", index=False)
+    part = pd.DataFrame({"dataset": ["LS", "Moon", "Avg."], "metric": "IP", "reduction_pct": [19.0, 7.6, 13.3]})
+    part.to_csv(fresh / "table1.csv", index=False)
+    pd.DataFrame({"claim": ["ip_avg"], "verdict": ["partly"]}).to_csv(fresh / "verdicts.csv", index=False)
+    assert compare_reports(committed, fresh, slice_of=True).empty
+    assert len(compare_reports(committed, fresh)) > 0  # without --slice: GMSC missing, Avg. and the verdict moved
+
+    part.loc[1, "reduction_pct"] = 7.6000001
+    part.to_csv(fresh / "table1.csv", index=False)
+    moved = compare_reports(committed, fresh, Tolerance(rtol=0, atol=0), slice_of=True)  # verify: exact
+    assert moved[["key", "column", "what"]].values.tolist() == [["Moon / IP", "reduction_pct", "moved"]]
+
+    part.loc[1, "reduction_pct"] = 7.6
+    pd.concat([part, pd.DataFrame({"dataset": ["Circ"], "metric": ["IP"], "reduction_pct": [50.0]})]).to_csv(
+        fresh / "table1.csv", index=False)
+    moved = compare_reports(committed, fresh, slice_of=True)
+    assert moved["what"].tolist() == ["row only in the fresh result set"] and moved["key"].tolist() == ["Circ / IP"]

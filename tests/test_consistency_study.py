@@ -262,3 +262,15 @@ def test_mlp_hidden_widths():
     assert [lin.out_features for lin in m if isinstance(lin, torch.nn.Linear)] == [6, 5, 4, 2]
     with pytest.raises(ValueError, match="layers = 1 or 3"):
         build_model({"type": "mlp", "hidden": [6, 5, 4], "layers": 2}, 3, 2)
+
+
+def test_ct_tables_without_a_valid_counterfactual_give_empty_delta_table_not_a_crash():
+    """A CT × consistency job whose counterfactuals are all invalid (3 epochs, one seed) has no per-seed CT − BL
+    difference: the delta table is empty (the report used to stop with KeyError: 'method')."""
+    from ctbench.report.tables.consistency_tables import ct_tables
+
+    rows = [{"part": "ct", "dataset": "lin_sep", "method": "ecco", "model": m, "seed": 0, "valid": False,
+             "iv_loo": np.nan, "iv_rs": np.nan, "cost_l2": np.nan} for m in ("CT", "BL") for _ in range(3)]
+    summary, deltas = ct_tables(pd.DataFrame(rows))
+    assert len(summary) == 2 and (summary["validity"] == 0).all()
+    assert deltas.empty

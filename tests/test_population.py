@@ -181,7 +181,9 @@ def test_each_member_equals_the_single_model_trainer(mutability):
                _member(3, "adversarial", nce=25, lr=3e-3, tau=0.6, T=8), _member(4, "full", burnin=0.5, T=30),
                _member(5, "full", lambda_reg=0.5, layers=1, nce=None)]
     results = train_population(members, X, y, constraints=cons, dtype=F64, X_val=X[:40], y_val=y[:40])
-    assert [r.population_size for r in results] == [6] * 6
+    # one program per rows-per-batch pattern: (full, energy) share nce 40 and no burn-in; the others differ in
+    # counterfactuals (vanilla), nce (25, all rows) or burn-in
+    assert [r.population_size for r in results] == [2, 1, 2, 1, 1, 1]
     for m, r in zip(members, results, strict=True):
         ref_model, ref_log = _single(m, X, y, constraints=cons, X_val=X[:40], y_val=y[:40])
         _assert_same(r, ref_model, ref_log)
@@ -209,6 +211,32 @@ def test_a_member_does_not_depend_on_its_companions():
     r2 = train_population([_member(2, tau=0.9, nce=None), a2, _member(3, "energy", lr=1e-2)], X, y, dtype=F64)[1]
     for p, q in zip(r1.model.parameters(), r2.model.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=0, atol=1e-12)
+
+
+def _float32(member):
+    member.model = member.model.float()
+    return member
+
+
+@pytest.mark.parametrize("who", ["vanilla", "full", "loo"])
+def test_a_members_weights_are_bitwise_the_same_whatever_its_companions(who):
+    """float32, as the workflow trains: a baseline trained beside CT members, a CT member beside members with
+    another nce, burn-in or rows, a leave-one-out member beside full-data members — each equals itself trained
+    alone, bit for bit (the group key keeps every member's mini-batch sums over its own rows only; a padded sum
+    changed the baseline's output bias in the last bit, and with it every number computed from the baseline)."""
+    X, y = _data(n=250)
+    X = X.astype(np.float32)
+    loo = np.delete(np.arange(250), 5)
+    me = {"vanilla": lambda: _member(7, "vanilla", name="me", epochs=4),
+          "full": lambda: _member(7, name="me", nce=40, epochs=4),
+          "loo": lambda: _member(7, name="me", rows=loo, epochs=4)}[who]
+    others = [_member(1, nce=25, epochs=4), _member(2, "vanilla", epochs=4), _member(3, burnin=0.5, epochs=4),
+              _member(4, nce=40, epochs=4), _member(5, rows=loo, epochs=4), _member(6, epochs=4, name="all-rows")]
+    alone = train_population([_float32(me())], X, y)[0]
+    crowd = train_population([_float32(m) for m in [*others[:3], me(), *others[3:]]], X, y)[3]
+    assert alone.ok and crowd.ok
+    for p, q in zip(alone.model.parameters(), crowd.model.parameters(), strict=True):
+        assert torch.equal(p, q)
 
 
 def test_members_that_cannot_share_a_program_are_grouped_and_still_exact():
@@ -287,7 +315,8 @@ def test_seed_and_leave_one_out_constructors():
     with pytest.raises(ValueError, match="not in 0..99"):
         leave_one_out_members(lambda: _member(0), 100, [100])
     results = train_population(seeds + loo, X, y, dtype=F64)
-    assert all(r.ok for r in results) and results[0].population_size == 6
+    # all rows and 99 rows: two programs (a member's mini-batch sums never run over rows padded for another)
+    assert all(r.ok for r in results) and [r.population_size for r in results] == [3] * 6
 
 
 @pytest.mark.parametrize("log_accuracy", [True, False])

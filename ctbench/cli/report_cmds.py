@@ -148,7 +148,7 @@ def _cmd_compare(args) -> int:
         if not Path(folder).is_dir():
             raise ConfigError(f"compare: {folder} is not a folder; give two report folders (ctbench report --out)")
     moved = compare_reports(args.committed, args.fresh, Tolerance(rtol=args.rtol, atol=args.atol),
-                            additions=args.strict)
+                            additions=args.strict, slice_of=args.slice)
     if moved.empty:
         print(f"no number moved beyond rtol={args.rtol:g}, atol={args.atol:g} ({args.fresh} vs {args.committed})")
         return 0
@@ -239,6 +239,9 @@ def add_cli(sub) -> None:
     cp.add_argument("--atol", type=float, default=1e-9, help="absolute tolerance (default 1e-9)")
     cp.add_argument("--strict", action="store_true",
                     help="also fail on tables, rows or columns only the fresh set has (the must-not-change check)")
+    cp.add_argument("--slice", action="store_true",
+                    help="the fresh set is a slice of the committed one (the verify profile): compare every number "
+                         "it makes, list what the committed set lacks, ignore tables and rows that pool the whole set")
     cp.set_defaults(func=_cmd_compare)
 
     bk = sub.add_parser("book", help="build the Jupyter Book (HTML, offline) from a report folder")

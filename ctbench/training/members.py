@@ -124,8 +124,17 @@ def _validate(members: Sequence[Member], n_rows: int) -> list[torch.Tensor | Non
     return rows
 
 
-def _group_key(m: Member) -> tuple:
+def _group_key(m: Member, n_rows: int) -> tuple:
+    """Members with equal keys train as one program. Besides the program's shape (architecture, batch size, epochs)
+    the key holds what decides a member's rows per mini-batch — its training rows, and whether it has counterfactual
+    tuples, how many (nce) and from which epoch (burn-in) — so that no member's sums run over rows padded for another
+    member. Padding is exact in mathematics but not in float: a sum over (K, 2) rows changes its last bit in about 30%
+    of cases when zero rows are appended (the output bias gradient), so a baseline trained beside CT members, or a
+    grid point beside points of another nce, came out different from the same model trained alone. With this key a
+    member's weights do not depend on which other members share its population (tests/test_population.py)."""
     can_stack = stackable(m.model) and batchable(m.generator)
     arch = architecture(m.model) if can_stack else ("single", id(m))
-    return (arch, m.params.batch_size, m.params.epochs)
+    rows = n_rows if m.rows is None else len(m.rows)
+    tuples = (m.params.nce, m.params.burnin) if m.objective.needs_counterfactuals else None
+    return (arch, m.params.batch_size, m.params.epochs, rows, tuples)
 

@@ -9,9 +9,11 @@ stacked weights (:class:`~ctbench.stacked.StackedMLP`), one forward/backward per
 masked Adam step, and one batched counterfactual search per epoch (:func:`~ctbench.generators.population.
 population_search`).
 
-Members that cannot share a program (other architecture, batch size or epochs) are put in separate groups
-automatically; models that cannot be stacked (not a plain MLP/linear model, or a generator with custom search hooks)
-run through the single-model trainer. Members with different search spaces (feature space; the latent space of a
+Members that cannot share a program (other architecture, batch size or epochs), and members whose rows per
+mini-batch differ (training rows; counterfactual tuples or not, their number and burn-in), are put in separate groups
+automatically, so a member's weights never depend on the other members of its population (bitwise, tested); models
+that cannot be stacked (not a plain MLP/linear model, or a generator with custom search hooks) run through the
+single-model trainer. Members with different search spaces (feature space; the latent space of a
 REVISE VAE) share the training program and search once per space each epoch. A member that diverges or does not
 learn (:mod:`.health`: non-finite loss or weights, loss far beyond its start, validation accuracy at the
 majority-class rate) is reported (name, settings, epoch, figures) and returned without a model (with it, marked by
@@ -63,7 +65,7 @@ def train_population(members: Sequence[Member], X_train: Any, y_train: Any, *, c
     cons = constraints or Constraints(X.shape[1])
     groups: dict[tuple, list[int]] = {}
     for i, m in enumerate(members):
-        groups.setdefault(_group_key(m), []).append(i)
+        groups.setdefault(_group_key(m, X.shape[0]), []).append(i)
     results: list[MemberResult | None] = [None] * len(members)
     for key, idx in groups.items():
         t0 = time.perf_counter()

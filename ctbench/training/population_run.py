@@ -86,8 +86,10 @@ class _PopulationRun(_EpochSearch):
             for g, r in enumerate(self.rows):
                 self.in_train[g, r.to(dev)] = True
         # Adam state (torch.optim.Adam defaults β = (0.9, 0.999), ε = 1e-8), one step counter per member
-        self.m1 = torch.zeros_like(self.stack.flat)
-        self.m2 = torch.zeros_like(self.stack.flat)
+        # on the padded weights (StackedMLP.padded: every member's weights in the fused kernel's vector lanes)
+        self.m1 = torch.zeros_like(self.stack.padded)
+        self.m2 = torch.zeros_like(self.stack.padded)
+        self.pad = self.stack.padded.shape[1] - self.stack.P
         self.steps = torch.zeros(G, dtype=torch.float64, device=dev)
         self.uniform_steps: int | None = 0   # every member has taken this many steps (None once they differ)
         self.step_size_base = self.lr.to(dtype)[:, None]
@@ -112,10 +114,11 @@ class _PopulationRun(_EpochSearch):
         corrections are plain numbers, as in torch.optim.Adam, and no mask is needed."""
         self.uniform_steps += 1
         self.steps += 1
+        grad = self._padded(grad)
         if self.fused_lr is not None:
             self.fused_step.fill_(self.uniform_steps)  # the step count after this update (as torch.optim.Adam)
             with torch.no_grad():
-                torch._fused_adam_([self.stack.flat], [grad.contiguous()], [self.m1], [self.m2], [],
+                torch._fused_adam_([self.stack.padded], [grad], [self.m1], [self.m2], [],
                                    [self.fused_step], amsgrad=False, lr=self.fused_lr, beta1=0.9, beta2=0.999,
                                    weight_decay=0.0, eps=1e-8, maximize=False)
             return
@@ -125,7 +128,11 @@ class _PopulationRun(_EpochSearch):
             self.m1.lerp_(grad, 0.1)
             self.m2.mul_(0.999).addcmul_(grad, grad, value=0.001)
             denom = (self.m2.sqrt() / bc2_sqrt).add_(1e-8)
-            self.stack.flat.sub_(self.m1.div(denom).mul_(self.step_size_base / bc1))
+            self.stack.padded.sub_(self.m1.div(denom).mul_(self.step_size_base / bc1))
+
+    def _padded(self, grad: torch.Tensor) -> torch.Tensor:
+        """(G, P) gradient → (G, P') with zero columns for the padding (whose weights, moments and steps stay 0)."""
+        return torch.nn.functional.pad(grad, (0, self.pad)) if self.pad else grad.contiguous()
 
     def _adam_step(self, grad: torch.Tensor, upd: torch.Tensor) -> None:
         """torch.optim.Adam (β = 0.9, 0.999; ε = 1e-8) on the members in ``upd``; the others are left untouched."""
@@ -133,7 +140,8 @@ class _PopulationRun(_EpochSearch):
         live = upd & (self.steps > 0)
         bc1 = 1 - 0.9 ** self.steps
         bc2 = 1 - 0.999 ** self.steps
-        p = self.stack.flat
+        p = self.stack.padded
+        grad = self._padded(grad)
         dt = p.dtype
         step_size = torch.where(live, self.lr / bc1.clamp(min=1e-300), 0.0).to(dt)[:, None]
         bc2_sqrt = torch.where(live, bc2.sqrt(), 1.0).to(dt)[:, None]

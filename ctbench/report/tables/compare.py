@@ -31,7 +31,7 @@ class Tolerance:
 
 #: columns that identify a row of a report table (everything else is compared as a value)
 IDENTITY = ("claim", "dataset", "metric", "objective", "model", "experiment", "seed", "version", "grouping", "grid",
-            "parameter", "value", "switch", "method", "source", "part", "attack", "eps", "round", "label")
+            "parameter", "value", "switch", "method", "source", "part", "attack", "eps", "round", "label", "point")
 
 
 def _key_columns(df: pd.DataFrame) -> list[str]:
@@ -56,15 +56,32 @@ def _tables(folder: Path) -> dict[str, Path]:
     return {p.relative_to(folder).as_posix(): p for p in sorted(folder.rglob("*.csv")) if p.name not in VOLATILE_FILES}
 
 
+#: tables whose every row pools all datasets or all claims: a slice of the paper (the ``verify`` profile) cannot
+#: reproduce them, so ``compare --slice`` leaves them out (as it leaves out the "Avg." rows of the others)
+WHOLE_SET_TABLES = ("verdicts.csv", "table1_agreement.csv", "table3_agreement.csv", "grid_effects.csv",
+                    "fidelity_effects.csv")
+#: key values of rows that pool datasets
+POOLED_ROWS = ("Avg.",)
+
+
 def compare_reports(committed: str | Path, fresh: str | Path, tol: Tolerance = Tolerance(),
-                    additions: bool = False) -> pd.DataFrame:
+                    additions: bool = False, slice_of: bool = False) -> pd.DataFrame:
     """One row per moved cell, missing table or missing row: ``file, key, column, committed, fresh, what``.
 
     ``additions``: also list tables, rows and columns that only the fresh set has (a "must not change" check wants
-    them; a comparison with an older committed set, made before a table existed, does not)."""
+    them; a comparison with an older committed set, made before a table existed, does not).
+
+    ``slice_of``: the fresh set is a slice of the committed one (the ``verify`` profile): every number the fresh
+    set has is compared, and a fresh table or row the committed set lacks is listed; the committed set's rows the
+    slice does not make are not; tables and rows that pool the whole set (:data:`WHOLE_SET_TABLES`,
+    :data:`POOLED_ROWS`) are left out."""
     committed, fresh = Path(committed), Path(fresh)
     rows = []
     ours, theirs = _tables(committed), _tables(fresh)
+    if slice_of:
+        theirs = {n: p for n, p in theirs.items() if Path(n).name not in WHOLE_SET_TABLES}
+        ours = {n: p for n, p in ours.items() if n in theirs}
+        additions = True
     if additions:
         rows += [{"file": name, "key": "", "column": "", "committed": "", "fresh": "",
                   "what": "table only in the fresh result set"} for name in theirs if name not in ours]
@@ -77,6 +94,11 @@ def compare_reports(committed: str | Path, fresh: str | Path, tol: Tolerance = T
         a = pd.read_csv(path, keep_default_na=True)
         b = pd.read_csv(other, keep_default_na=True)
         keys = [k for k in _key_columns(a) if k in b.columns]
+        if slice_of:  # only the rows the slice makes, less those that pool datasets
+            b = b[~b[keys].isin(POOLED_ROWS).any(axis=1)] if keys else b
+            if keys:
+                made = pd.MultiIndex.from_frame(b[keys].astype(str))
+                a = a[pd.MultiIndex.from_frame(a[keys].astype(str)).isin(made)]
         cols = [c for c in a.columns if c not in keys and not VOLATILE.search(c)]
         a_idx = a.set_index(keys) if keys else a
         b_idx = b.set_index(keys) if keys else b

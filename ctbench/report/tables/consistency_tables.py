@@ -57,6 +57,8 @@ def _labels(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _order(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    if df.empty:  # e.g. no seed with both a CT and a BL value: an empty table, not a KeyError
+        return df
     rank = {"dataset": {d: i for i, d in enumerate(DATASET_ORDER)}, "method": {m: i for i, m in
                                                                                enumerate(METHOD_ORDER)}}
     return df.sort_values(keys, key=lambda s: s.map(lambda v: rank.get(s.name, {}).get(v, 99)), kind="stable")
