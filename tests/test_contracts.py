@@ -266,6 +266,7 @@ PROBES = {
     "initially_valid_is_immature": _train_probe(tau=0.3),
     "shuffle_batches": _train_probe(),
     "domain_n_sigma": _data_probe(lambda d: d.domain),
+    "blob_centers": _data_probe(lambda d: d.X_train[:5]),
     "test_sizes": _data_probe(lambda d: [len(d.y_test)]),
     "synthetic_mutability_zero_reg_adv": _zero_reg_adv,
     "adult_substring_groups": _adult_groups,

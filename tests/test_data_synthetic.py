@@ -11,8 +11,10 @@ import pytest
 from ctbench.data import available, load_dataset, stratified_val_split
 from ctbench.data.synthetic import (
     BLOB_CENTERS_2D,
+    BLOB_CENTERS_REFERENCE,
     VAL_SPLIT_STREAM,
     default_n_test,
+    julia_blob_centers,
     make_blobs,
     make_circles,
     make_moons,
@@ -85,11 +87,13 @@ def test_paper_mode_test_size_and_default_formula():
     # a Fidelity object works as well as its name
     assert np.array_equal(load_dataset("over", fidelity=paper).X_test, d.X_test)
     # the test rows are the LAST rows of the permutation, so paper's test set is the tail of the reference's
-    assert np.array_equal(load_dataset("over").X_test[-600:], d.X_test)
+    # (same centres: the paper preset keeps the calibrated ones)
+    same_centres = resolve_fidelity("reference", {"blob_centers": "calibrated"})
+    assert np.array_equal(load_dataset("over", fidelity=same_centres).X_test[-600:], d.X_test)
 
 
 @pytest.mark.parametrize("name, gen, kw", [
-    ("over", make_blobs, {"centers": BLOB_CENTERS_2D, "cluster_std": 2.0}),
+    ("over", make_blobs, {"centers": BLOB_CENTERS_REFERENCE, "cluster_std": 2.0}),
     ("circles", make_circles, {"noise": 0.15, "factor": 0.01}),
     ("moons", make_moons, {"noise": 0.1, "xshift": 1.0, "yshift": 0.3}),
 ])
@@ -179,10 +183,12 @@ def test_domain_uses_three_sigma_in_paper_mode(ref, name):
     np.testing.assert_allclose(d.domain[0], _hand_domain(X_tv, 3)[0], rtol=1e-12)
     np.testing.assert_allclose(d.domain[1], _hand_domain(X_tv, 3)[1], rtol=1e-12)
     assert d.meta["domain_n_sigma"] == 3.0
-    # same train/val rows as reference mode, strictly wider box (μ ± 3σ exceeds the observed range here)
-    assert np.array_equal(d.X_train, ref[name].X_train)
-    assert all(p < r for p, r in zip(d.domain[0], ref[name].domain[0], strict=True))
-    assert all(p > r for p, r in zip(d.domain[1], ref[name].domain[1], strict=True))
+    # same train/val rows as reference mode with the paper's centres, strictly wider box (μ ± 3σ exceeds the
+    # observed range here)
+    r = load_dataset(name, fidelity=resolve_fidelity("reference", {"blob_centers": "calibrated"}))
+    assert np.array_equal(d.X_train, r.X_train)
+    assert all(p < q for p, q in zip(d.domain[0], r.domain[0], strict=True))
+    assert all(p > q for p, q in zip(d.domain[1], r.domain[1], strict=True))
 
 
 # -- calibration of the blob centres (reference §6.1, "Note on the blob centres") ------------------
@@ -234,6 +240,36 @@ def test_blob_centres_are_parameters():
     np.testing.assert_allclose(X[y == 0].mean(0), centers[0], atol=0.3)
     np.testing.assert_allclose(X[y == 1].mean(0), centers[1], atol=0.3)
     assert _bayes_accuracy(d) > 0.99  # d = 10, σ = 2 → Φ(2.5) ≈ 0.994
+
+
+def test_julia_blob_centers_replay_xoshiro42():
+    """The first four draws of Julia's Xoshiro(42), mapped to [−10, 10] column-major (MLJBase make_blobs), pinned;
+    their distance gives OL the paper's accuracy, and class 1 lies up and to the left of class 0 (paper Fig. 1)."""
+    c = julia_blob_centers(42)
+    np.testing.assert_allclose(c, [[2.5869024628521764, -0.4518571313436439],
+                                   [-0.9932211880761308, 4.062596980064029]], rtol=0, atol=1e-12)
+    assert c == BLOB_CENTERS_REFERENCE
+    d = math.dist(*c)
+    assert 5.76 < d < 5.77 and 0.92 < 0.5 * (1 + math.erf(d / 4 / math.sqrt(2))) < 0.93
+    assert c[1][0] < c[0][0] and c[1][1] > c[0][1]
+    with pytest.raises(ValueError, match="bulk"):
+        julia_blob_centers(42, 2, 10)  # gauss10's 20 draws take Julia's SIMD path: refused, not guessed
+
+
+@pytest.mark.parametrize("switch, centers", [("reference", BLOB_CENTERS_REFERENCE), ("calibrated", BLOB_CENTERS_2D)])
+def test_blob_centers_switch_picks_the_centres(switch, centers):
+    fid = resolve_fidelity("reference", {"blob_centers": switch})
+    for name in ("lin_sep", "over"):
+        d = load_dataset(name, fidelity=fid)
+        assert d.meta["params"]["centers"] == centers and d.meta["blob_centers"] == switch
+    given = load_dataset("lin_sep", fidelity=fid, centers=[[0.0, 0.0], [9.0, 0.0]])
+    assert given.meta["blob_centers"] == "given"
+    assert load_dataset("gauss10", fidelity=fid).meta["params"]["centers"] == [[-2.0] * 10, [2.0] * 10]
+
+
+def test_paper_preset_keeps_calibrated_centres():
+    assert resolve_fidelity("paper").blob_centers == "calibrated"
+    assert load_dataset("lin_sep", fidelity="paper").meta["params"]["centers"] == BLOB_CENTERS_2D
 
 
 def test_blob_std_is_cluster_std(ref):
@@ -304,7 +340,8 @@ def test_registered_as_synthetic():
 def test_meta_is_self_describing(ref):
     meta = ref["lin_sep"].meta
     assert meta["generator"] == "make_blobs"
-    assert meta["params"] == {"centers": BLOB_CENTERS_2D, "cluster_std": 0.5}
+    assert meta["params"] == {"centers": BLOB_CENTERS_REFERENCE, "cluster_std": 0.5}
+    assert meta["blob_centers"] == "reference"
     assert (meta["seed"], meta["shuffle_seed"], meta["n_draws"]) == (42, 2025, 100_000)
     assert meta["fidelity"] == "reference" and meta["domain_n_sigma"] == 2.0
     assert meta["val_split_rng"] == "default_rng([42, 1])"

@@ -8,6 +8,11 @@ replayed in numpy, so individual points differ from the reference's; generators,
 
 The validation split draws from ``np.random.default_rng([seed, 1])``: deterministic in ``seed`` and
 independent of the generator stream ``default_rng(seed)`` (the reference used Julia's global RNG here).
+
+One draw of the reference *can* be replayed: the two blob centres of LS and OL. TaijaData's ``load_blobs`` calls
+``MLJBase.make_blobs(n, 2; centers=2, rng=Xoshiro(42))``, whose first four draws are the centres
+(:func:`julia_blob_centers`); the fidelity switch ``blob_centers`` picks them (``reference``) or the symmetric centres
+calibrated to the paper's accuracies (``calibrated``).
 """
 
 from __future__ import annotations
@@ -26,14 +31,67 @@ from .registry import register
 #: Second entropy word of the validation-split RNG ``default_rng([seed, VAL_SPLIT_STREAM])``.
 VAL_SPLIT_STREAM = 1
 
-#: Default blob centres (class 0, class 1), calibrated to the paper's accuracies (reference §6.1, "Note on
-#: the blob centres"). The reference drew them U([-10, 10]^D) from Julia's ``Xoshiro(42)``; LS and OL called
-#: ``make_blobs`` with the same fresh RNG, so they shared their centres and differed only in σ — kept here.
-#: Distance d = 4√2 ≈ 5.66 gives Bayes accuracy Φ(d/2σ) = Φ(√2) ≈ 0.921 for OL (σ=2, paper: 0.91–0.92) and
-#: Φ(5.66) ≈ 1 − 8e-9 for LS (σ=0.5, paper: 1.0). gauss10 (never reported) uses the same ±2 offset in all 10
-#: coordinates: d ≈ 12.6 ≈ 25σ.
+#: Blob centres (class 0, class 1) calibrated to the paper's accuracies (reference §6.1, "Note on the blob
+#: centres"): the fidelity switch ``blob_centers = "calibrated"``. Distance d = 4√2 ≈ 5.66 gives Bayes accuracy
+#: Φ(d/2σ) = Φ(√2) ≈ 0.921 for OL (σ=2, paper: 0.91–0.92) and Φ(5.66) ≈ 1 − 8e-9 for LS (σ=0.5, paper: 1.0).
+#: gauss10 (never reported) uses the same ±2 offset in all 10 coordinates: d ≈ 12.6 ≈ 25σ.
 BLOB_CENTERS_2D = [[-2.0, -2.0], [2.0, 2.0]]
 BLOB_CENTERS_10D = [[-2.0] * 10, [2.0] * 10]
+
+
+def julia_blob_centers(seed: int = 42, n_centers: int = 2, p: int = 2,
+                       box: tuple[float, float] = (-10.0, 10.0)) -> list[list[float]]:
+    """The centres ``MLJBase.make_blobs(n, p; centers=n_centers, rng=Xoshiro(seed))`` draws (MLJBase 0.21.14,
+    Julia 1.11): ``(b − a) .* rand(rng, n_centers, p) .+ a``, the first draws of the fresh RNG.
+
+    Julia's ``Xoshiro(seed)`` is Xoshiro256++ seeded with the SHA-256 digest of the seed's little-endian 32-bit
+    words; ``rand(rng, n_centers, p)`` fills the matrix in column-major order, one ``UInt64`` per entry, as
+    ``(u >>> 12)·2⁻⁵² `` (the bulk fill's conversion; the scalar ``(u >>> 11)·2⁻⁵³`` differs in the last bit only).
+    Only arrays under 64 bytes (fewer than 8 entries) are filled one draw after the other; larger ones take Julia's
+    SIMD bulk path with interleaved streams, which this function does not replay, so it refuses them.
+
+    For TaijaData's LS and OL (``load_blobs(n; seed=42, centers=2)``, shared by both) this gives
+    ``[[2.5869, -0.4519], [-0.9932, 4.0626]]``: distance 5.76, so OL's Bayes accuracy Φ(5.76/4) ≈ 0.925 — the
+    paper's 0.91–0.92 — and class 1 up and to the left of class 0, as in the paper's Figure 1.
+    """
+    import hashlib
+    import struct
+
+    if n_centers * p >= 8:
+        raise ValueError(f"julia_blob_centers: {n_centers}×{p} centres take Julia's SIMD bulk fill (8 or more "
+                         "Float64 draws), which is not replayed here")
+    mask = (1 << 64) - 1
+
+    def rotl(x: int, k: int) -> int:
+        return ((x << k) | (x >> (64 - k))) & mask
+
+    words, rest = [], int(seed)
+    if rest < 0:
+        raise ValueError("julia_blob_centers: a negative seed is hashed differently by Julia; not supported")
+    while True:
+        words.append(rest & 0xFFFFFFFF)
+        rest >>= 32
+        if rest == 0:
+            break
+    digest = hashlib.sha256(b"".join(struct.pack("<I", w) for w in words)).digest()
+    s0, s1, s2, s3 = struct.unpack("<4Q", digest)
+    draws = []
+    for _ in range(n_centers * p):
+        draws.append(((rotl((s0 + s3) & mask, 23) + s0) & mask) >> 12)
+        t = (s1 << 17) & mask
+        s2 ^= s0
+        s3 ^= s1
+        s1 ^= s2
+        s0 ^= s3
+        s2 ^= t
+        s3 = rotl(s3, 45)
+    a, b = float(box[0]), float(box[1])
+    u = [d * 2.0 ** -52 for d in draws]  # column-major: entry (i, j) is draw j·n_centers + i
+    return [[(b - a) * u[j * n_centers + i] + a for j in range(p)] for i in range(n_centers)]
+
+
+#: The reference's LS/OL centres (fidelity switch ``blob_centers = "reference"``), see :func:`julia_blob_centers`.
+BLOB_CENTERS_REFERENCE = julia_blob_centers(42)
 
 
 # -- generators (MLJBase ``make_*``, vectorised; rows come out class-ordered, the pipeline shuffles) --------
@@ -111,14 +169,16 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
     unknown = sorted(set(params) - set(defaults))
     if unknown:
         raise ValueError(f"dataset {name!r}: unknown parameter(s) {unknown}; known: {sorted(defaults)}")
+    fid = resolve_fidelity(fidelity)
     gen_params = {**defaults, **params}
+    if gen_params.get("centers", "") is None:  # LS and OL: the centres the fidelity switch picks
+        gen_params["centers"] = BLOB_CENTERS_REFERENCE if fid.blob_centers == "reference" else BLOB_CENTERS_2D
     for key, value in gen_params.items():
         if key != "centers":
             try:
                 gen_params[key] = float(value)
             except (TypeError, ValueError):
                 raise ValueError(f"dataset {name!r}: {key} must be a number, got {value!r}") from None
-    fid = resolve_fidelity(fidelity)
 
     n_train = _check_int("n_train", n_train, 1)
     n_val = _check_int("n_val", n_val, 0)
@@ -149,6 +209,8 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
         "standardised": False, "source": "reference §6.1",
     }
     if generator is make_blobs:
+        if defaults.get("centers", "") is None:
+            meta["blob_centers"] = "given" if "centers" in params else fid.blob_centers
         c = np.asarray(gen_params["centers"], dtype=np.float64)
         d = float(np.linalg.norm(c[1] - c[0]))
         meta["bayes_accuracy"] = 0.5 * (1 + math.erf(d / (2 * gen_params["cluster_std"]) / math.sqrt(2)))
@@ -185,9 +247,9 @@ def _loader(name: str, generator: Callable, defaults: dict[str, Any]) -> Callabl
 #: name, aliases, description, generator, generator defaults (reference §6.1)
 SYNTHETIC = [
     ("lin_sep", ("LS",), "linearly separable 2-D Gaussian blobs, σ=0.5",
-     make_blobs, {"centers": BLOB_CENTERS_2D, "cluster_std": 0.5}),
+     make_blobs, {"centers": None, "cluster_std": 0.5}),  # centres: fidelity switch blob_centers
     ("over", ("OL",), "overlapping 2-D Gaussian blobs, σ=2.0 (Bayes accuracy ≈ 0.92)",
-     make_blobs, {"centers": BLOB_CENTERS_2D, "cluster_std": 2.0}),
+     make_blobs, {"centers": None, "cluster_std": 2.0}),
     ("circles", ("Circ",), "blob at the origin inside the unit circle (make_circles)",
      make_circles, {"noise": 0.15, "factor": 0.01}),
     ("moons", ("Moon",), "two interleaved half circles (make_moons)",

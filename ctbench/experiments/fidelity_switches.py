@@ -63,6 +63,9 @@ SWITCHES: dict[str, SwitchSpec] = {s.name: s for s in (
     SwitchSpec("domain_n_sigma", "fidelity", *_presets("domain_n_sigma"), "all", "single", ("lin_sep", "moons"),
                "§11.2", "domain box μ ± nσ (widened to the observed range), in training and at evaluation",
                ("IP", "IP*")),
+    SwitchSpec("blob_centers", "fidelity", *_presets("blob_centers"), "all", "single", ("lin_sep", "over"),
+               "§6.1", "centres of the LS and OL blobs: the ones the reference's Xoshiro(42) draws vs symmetric "
+               "centres calibrated to the paper's accuracies", ("IP", "IP*")),
     SwitchSpec("mmd_length_scale", "fidelity", *_presets("mmd_length_scale"), "none", "single",
                SYNTHETIC, "§11.15", "Gaussian-kernel length-scale of the IP* MMD", ("IP*",)),
     SwitchSpec("adversarial_label", "fidelity", "true", "predicted", "ct", "single",
