@@ -30,10 +30,10 @@ from .table_pages import (
     cell_reduction,
     flag_abs,
     flag_ig,
-    flag_rel,
     interval_cell,
     render_ablation,
     render_agreement,
+    render_appendix_ci,
     render_ipstar_groupings,
     render_plain,
     render_side_by_side,
@@ -78,7 +78,11 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
             verdicts.to_csv(dst / "verdicts.csv", index=False)
     summary, ledger = render_verdicts(src, verdicts)
 
+    from ..tables.paper_tables import PUBLISHED_DIR
+    from .findings_pages import render_findings
+
     pages: dict[str, str] = {
+        "findings": render_findings(src, verdicts),
         "verdicts_summary": summary,
         "verdicts": ledger or "",
         "table1": render_table1(src),
@@ -116,11 +120,7 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
             flag_abs(0.05), "Average validity; unconstrained (τ_eval 0.95, experiment `single`) and constrained "
             "(τ_eval 0.5, experiment `mutability`). **Bold** Δ: more than 0.05 from the published value.",
             what="experiments `single` and `mutability`"),
-        "appendix_ci": render_side_by_side(
-            src, "appendix_ci", {"ct_mean_abs": "CT", "bl_mean_abs": "BL", "lb": "LB", "ub": "UB"},
-            ["metric", "dataset"], flag_rel(0.25, 0.02),
-            "Mean |value| for CT and BL and the 99% interval of the per-run difference. **Bold** Δ: more than 25% "
-            "(at least 0.02) from the published value.", what="experiments `single` and `mutability`"),
+        "appendix_ci": render_appendix_ci(src, PUBLISHED_DIR),
         "appendix_cost_unconstrained": render_plain(
             src, "appendix_cost_unconstrained", ["dataset", "metric", "reduction_pct", "pm", "significant", "lb",
                                                  "ub", "ct_mean_abs", "bl_mean_abs"],
@@ -150,7 +150,6 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
     from .appendix_pages import pages as appendix_pages  # appendix Tables 2, 4-6, Figures 4-5, 30-65
 
     pages.update(appendix_pages(src))
-    from ..tables.paper_tables import PUBLISHED_DIR
     from ..text.discrepancy_text import render_switch_findings, render_table1_findings, render_variant_findings
 
     pages["discrepancy_table1"] = render_table1_findings(src) if src is not None else ""

@@ -6,7 +6,8 @@ published version of the paper.
 outputs) and returns one row per claim with the columns :data:`COLUMNS`: ``verdict`` is the verdict against the
 claim's first version (the July 2025 preprint, the version this project reproduces, wherever the claim is in it;
 ``version`` names it), ``verdict_<version>`` one verdict per published version ("" where the claim is not in that
-version), ``versions_note`` says where the authors' versions disagree with each other.
+version), ``versions_note`` says where the authors' versions disagree with each other, ``headline`` ("yes" or
+"") marks the claims the book's first page leads with.
 
 Verdicts are deterministic functions of the report files. A missing report file, row or value gives ``not yet
 run``; a value the experiment computed but withheld, with its reason, gives ``not computable``; a malformed claim
@@ -48,7 +49,7 @@ __all__ = ["COLUMNS", "NOT_COMPUTABLE", "NOT_REPRODUCED", "NOT_YET_RUN", "PARTLY
            "summarize", "training_times", "validate_claim", "write_verdicts"]
 
 COLUMNS = ["claim", "text", "source", "published", "ours", "interval", "verdict", "version",
-           *[f"verdict_{v}" for v in VERSIONS], "versions_note", "note", "file"]
+           *[f"verdict_{v}" for v in VERSIONS], "versions_note", "note", "headline", "file"]
 
 
 def _read(report_dir: Path, name: str, cache: dict, black: bool = False) -> pd.DataFrame | None:
@@ -86,7 +87,8 @@ def evaluate_claim(claim: Claim, report_dir: str | Path, cache: dict | None = No
     """The verdict row of one claim against the report folder, with one verdict per published version."""
     cache = {} if cache is None else cache
     row: dict[str, Any] = {c: "" for c in COLUMNS}
-    row.update(claim=claim.id, text=claim.text, source=claim.source, file=claim.file, verdict=NOT_YET_RUN)
+    row.update(claim=claim.id, text=claim.text, source=claim.source, file=claim.file, verdict=NOT_YET_RUN,
+               headline="yes" if claim.spec.get("headline") else "")
     df = _read(Path(report_dir), claim.file, cache, black="black2022" in claim.versions)
     results: dict[str, dict[str, Any] | None] = {}
     published: dict[str, str] = {}

@@ -38,7 +38,7 @@ BLACK_DATASETS = BLACK2022_ORDER
 DATASET_LABELS = PAPER_LABELS
 
 _REQUIRED = {"id", "text", "source", "rule", "file", "published"}
-_COMMON = _REQUIRED | {"note", "versions"}
+_COMMON = _REQUIRED | {"note", "versions", "headline"}
 _ALLOWED = {
     "value": _COMMON | {"select", "over", "column", "agg", "agg_over", "tolerance", "partly_tolerance", "interval",
                         "significant", "significance_column", "sign_free", "item_published", "item_tolerance"},
@@ -238,6 +238,8 @@ def validate_claim(entry: Any, index: int = 0) -> Claim:
     unknown = sorted(set(entry) - _ALLOWED[rule])
     if unknown:
         raise _fail(where, f"unknown field(s) {unknown} for rule {rule!r}; allowed: {sorted(_ALLOWED[rule])}")
+    if not isinstance(entry.get("headline", False), bool):
+        raise _fail(where, f"headline must be true or false, got {entry['headline']!r}")
     versions = entry.get("versions", list(DEFAULT_VERSIONS))
     if not isinstance(versions, list) or not versions or not set(versions) <= set(VERSIONS):
         raise _fail(where, f"versions must be a non-empty list of {VERSIONS}, got {versions!r}")
