@@ -16,7 +16,7 @@ from .figure_pages import (
     render_prop31_settings,
     render_robustness,
 )
-from .md import COPY_SUFFIXES, GENERATED
+from .md import COPY_SUFFIXES, GENERATED, cell_text, fmt_num
 from .meta_pages import (
     render_benchmarks,
     render_fidelity_effects,
@@ -129,6 +129,29 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
                    ("99% interval of the difference", ["lb", "ub"], lambda lb, ub: interval_cell(lb, ub, 2))],
             labels={"ct_mean_abs": "CT", "bl_mean_abs": "BL"},
             legend="Cost reduction without mutability constraints (published Avg. −1.74%, reference §9.6)."),
+        "redundancy": render_plain(
+            src, "redundancy", ["dataset", "experiment", "redundancy_ct", "redundancy_bl", "diff", "n_valid_ct",
+                                "n_valid_bl"], digits=3, what="experiments `single` and `mutability`",
+            labels={"redundancy_ct": "CT", "redundancy_bl": "BL", "diff": "Δ (CT − BL)", "n_valid_ct": "n CT",
+                    "n_valid_bl": "n BL"},
+            legend="Redundancy: the share of features a valid counterfactual leaves unchanged (|x′ − x| < 1e-5 per "
+                   "feature), mean over the valid counterfactuals of all evaluation runs; computed by the authors' "
+                   "evaluation and ours, reported in no version of the paper. `single`: unconstrained; "
+                   "`mutability`: protected features immutable (they count as unchanged)."),
+        "datasets": render_plain(
+            src, "datasets", ["dataset", "n_train", "n_val", "n_test", "n_features", "n_classes",
+                              "class_shares", "protected", "source", "licence"], digits=2,
+            what="the final models' sidecars",
+            merge=[("rows train / val. / test", ["n_train", "n_val", "n_test"],
+                    lambda a, b, c: " / ".join(fmt_num(v, 0) for v in (a, b, c))),
+                   ("features (classes)", ["n_features", "n_classes"],
+                    lambda f, k: f"{fmt_num(f, 0)} ({fmt_num(k, 0)})"),
+                   ("source; licence", ["source", "licence"], lambda a, b: f"{cell_text(a)}; {cell_text(b)}")],
+            labels={"class_shares": "class shares"},
+            legend="The datasets as the final models used them: rows per split, input features (after encoding), "
+                   "classes, each class's share of the training and validation rows, the protected (immutable) "
+                   "features, "
+                   "and the raw files' source and licence (`ctbench/data/catalogue.py`)."),
         "ablation": render_ablation(src),
         "robustness": render_robustness(src),
         "paper_figures": render_paper_figures(src),

@@ -324,6 +324,10 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
         write_table(grid_effects(grids), out, "grid_effects", written)
         searches = split_tuning(grids)[0]  # the tuning grids get the paper's own figures (write_appendix)
         written["grids"] = [str(p) for p in write_grid_figures(searches, out / "grids")] if searches else []
+    from .extra_tables import dataset_table, redundancy_table
+
+    write_table(redundancy_table(evaluations), out, "redundancy", written)
+    write_table(dataset_table(models), out, "datasets", written)
     sidecars = [json.loads(Path(f"{e}.json").read_text()) for e in evaluations if Path(f"{e}.json").exists()]
     write_table(performance_table(sidecars), out, "performance", written)
     write_table(performance_by_seed(sidecars), out, "performance_seeds", written)
