@@ -55,6 +55,7 @@ def redundancy_table(evaluations: Iterable[str | Path]) -> pd.DataFrame:
         if c not in out.columns:
             out[c] = np.nan
     out["diff"] = out["redundancy_ct"] - out["redundancy_bl"]
+    out[["n_valid_ct", "n_valid_bl"]] = out[["n_valid_ct", "n_valid_bl"]].astype("Int64")
     out = out[["dataset", "experiment", "redundancy_ct", "redundancy_bl", "diff", "n_valid_ct", "n_valid_bl"]]
     return paper_sorted(out, reset_index=True)
 
