@@ -89,7 +89,11 @@ def test_dataset_table_from_model_sidecars(tmp_path):
     synth = tmp_path / "full_s1.pt"
     Path(f"{synth}.json").write_text(json.dumps({"dataset": {"name": "lin_sep", "summary": {**summary,
                                                                                            "dataset": "lin_sep"}}}))
-    t = dataset_table([model, synth, tmp_path / "no_sidecar.pt"]).set_index("dataset")
+    from ctbench.cli.report_cmds import _data_sources
+
+    sources = _data_sources([str(model), str(synth)])
+    assert set(sources) == {"adult"}                         # synthetic data have no raw files
+    t = dataset_table([model, synth, tmp_path / "no_sidecar.pt"], sources).set_index("dataset")
     assert list(t.index) == ["LS", "Adult"]                  # the paper's order
     r = t.loc["Adult"]
     assert r["n_train"] == 100 and r["class_shares"] == "0.75/0.25" and r["protected"] == "age"

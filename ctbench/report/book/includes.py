@@ -67,7 +67,7 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
     src = dst if report is not None else None
 
     verdicts = None
-    if claims_yaml is None and src is not None and (src / "verdicts.csv").exists():
+    if claims_yaml in (None, False) and src is not None and (src / "verdicts.csv").exists():
         verdicts = pd.read_csv(src / "verdicts.csv", keep_default_na=False)
     elif claims_yaml is not False:
         path = Path(claims_yaml) if claims_yaml not in (None, True) else book.resolve().parent / "claims.yaml"

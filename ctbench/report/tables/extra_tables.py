@@ -60,14 +60,13 @@ def redundancy_table(evaluations: Iterable[str | Path]) -> pd.DataFrame:
     return paper_sorted(out, reset_index=True)
 
 
-def dataset_table(models: Iterable[str | Path]) -> pd.DataFrame:
+def dataset_table(models: Iterable[str | Path],
+                  sources: dict[str, tuple[str, str]] | None = None) -> pd.DataFrame:
     """One row per dataset of the final models (from the ``dataset.summary`` of their sidecars, as
     :meth:`ctbench.data.Dataset.summary` wrote it at training time): rows of the train/validation/test splits,
-    features, classes, the class shares of train+validation, the protected features, and the raw files' source and
-    licence from the data catalogue (``generated`` for synthetic data)."""
-    from ...data import raw_files
-    from ...data.catalogue import FILES
-
+    features, classes, the class shares of train+validation, the protected features, and ``sources[name]`` =
+    (source, licence) of the raw files (the ``ctbench report`` command looks them up in the data catalogue: the
+    report layer does not import the data layer); a dataset without raw files is ``generated``."""
     seen: dict[str, dict[str, Any]] = {}
     for m in models:
         side = Path(f"{m}.json")
@@ -78,14 +77,10 @@ def dataset_table(models: Iterable[str | Path]) -> pd.DataFrame:
             seen[ds["name"]] = ds["summary"]
     rows = []
     for name, info in seen.items():
-        try:
-            files = [FILES[f] for f in raw_files(name) if f in FILES]
-        except (KeyError, ValueError, OSError):
-            files = []
+        source, licence = (sources or {}).get(name) or ("generated (synthetic)", "generated from a seed")
         rows.append({
             "dataset": PAPER_LABELS.get(name, name), "n_train": info.get("train"), "n_val": info.get("val"),
             "n_test": info.get("test"), "n_features": info.get("features"), "n_classes": info.get("classes"),
             "class_shares": info.get("balance"), "protected": info.get("protected"),
-            "source": "; ".join(sorted({f.source_url for f in files})) if files else "generated (synthetic)",
-            "licence": "; ".join(sorted({f.licence for f in files})) if files else "generated from a seed"})
+            "source": source, "licence": licence})
     return paper_sorted(pd.DataFrame(rows), reset_index=True) if rows else pd.DataFrame()
