@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ...errors import BadFileError
 from ...evaluation.files import read_evaluation
 from ...facts import PAPER_LABELS
 from ..common import paper_sorted
@@ -31,7 +32,10 @@ def redundancy_table(evaluations: Iterable[str | Path]) -> pd.DataFrame:
     the files carry no ``redundancy`` column."""
     sums: dict[tuple[str, str, str], list[float]] = {}
     for p in evaluations:
-        df = read_evaluation(p, _RED_COLUMNS)
+        try:
+            df = read_evaluation(p, _RED_COLUMNS)
+        except BadFileError:  # write_report reads every evaluation file first and stops on a bad one
+            continue
         if not set(_RED_COLUMNS) <= set(df.columns):
             continue
         df = df[df["experiment"].isin(["single", "mutability"]) & df["objective"].isin(["full", "vanilla"])]
