@@ -46,7 +46,7 @@ class Fidelity:
     #: §6.1 — centres of the LS and OL blobs: ``reference`` = the two centres MLJBase's ``make_blobs`` draws from
     #: TaijaData's ``Xoshiro(42)`` (replayed by :func:`ctbench.data.synthetic.julia_blob_centers`: (2.59, −0.45) and
     #: (−0.99, 4.06), distance 5.76); ``calibrated`` = (−2, −2) and (2, 2), distance 5.66, placed to meet the
-    #: accuracies the paper states (it gives no centres). Moves LS's CT results (notes/fidelity_ls.md).
+    #: accuracies the paper states (it gives no centres). Moves LS's CT results (docs/fidelity_ls_gap.md).
     blob_centers: str = "reference"
     #: §11.8 — training mini-batches in fixed file order every epoch (Flux default) vs reshuffled each epoch.
     shuffle_batches: bool = False
