@@ -114,7 +114,8 @@ def _write_tables(args, out, published, versions, write_report, write_extras, wr
                            benchmarks_dir=args.benchmarks, n_boot=args.n_boot)
     written.update(write_extras(out, evaluations=args.eval or [], models=args.models or [],
                                 tuned=args.tuned or [], grids=args.grids or [], profile=args.profile,
-                                config=_config_json(args.config_json), versions=versions))
+                                config=_config_json(args.config_json), versions=versions,
+                                sources=_data_sources(args.models or [])))
     # appendix Tables 2, 4-6 and Figures 30-65 (composed here: report.appendix builds on report.tables)
     written.update(write_appendix(out, grids=args.grids or [], models=args.models or [],
                                   tuned=args.tuned or []))
@@ -123,6 +124,31 @@ def _write_tables(args, out, published, versions, write_report, write_extras, wr
 
         written.update(write_consistency(out, args.consistency, published))
     return written
+
+
+def _data_sources(models: list[str]) -> dict[str, tuple[str, str]]:
+    """Dataset name → (source, licence) of the raw files its loader reads (the data catalogue), for the report's
+    dataset table; datasets generated from a seed have none."""
+    import json
+
+    from ..data import raw_files
+    from ..data.catalogue import FILES
+
+    out: dict[str, tuple[str, str]] = {}
+    for m in models:
+        side = Path(f"{m}.json")
+        ds = json.loads(side.read_text()).get("dataset") if side.is_file() else None
+        name = ds.get("name") if isinstance(ds, dict) else None
+        if not name or name in out:
+            continue
+        try:
+            files = [FILES[f] for f in raw_files(name) if f in FILES]
+        except (KeyError, ValueError, OSError):
+            files = []
+        if files:
+            out[name] = ("; ".join(sorted({f.source_url for f in files})),
+                         "; ".join(sorted({f.licence for f in files})))
+    return out
 
 
 def _remove_new(out: Path, before: set[Path]) -> None:

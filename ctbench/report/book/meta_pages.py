@@ -17,37 +17,39 @@ from .md import cell_text, fmt_num, is_missing, md_table
 
 
 def render_verdicts(report: Path | None, verdicts: pd.DataFrame | None) -> tuple[str, str]:
-    """(summary, table) Markdown of the claims ledger: one verdict per published version."""
+    """(summary, table) Markdown of the claims ledger: one verdict per published version. The table is narrow (it
+    reads without sideways scrolling): the claim with its id, the published value and ours, a short verdict with the
+    other versions' below it; the rule's note and where the authors' versions differ are folded under the claim."""
     from ..claims import VERDICTS, VERSIONS, summarize
+    from .findings_pages import MARKS, version_label
 
     if verdicts is None or verdicts.empty:
         return not_run_note("verdicts.csv", "run `write_verdicts` or pass the claims file"), ""
-    labels = {"preprint_2025_07": "July 2025", "satml_2026": "final", "preprint_2025_03": "March 2025",
-              "black2022": "Black et al. 2022"}
     per_version = [v for v in VERSIONS if f"verdict_{v}" in verdicts.columns]
     counts = {v: summarize(verdicts, f"verdict_{v}") for v in per_version}
     if not per_version:
         counts = {"verdict": summarize(verdicts)}
-    summary = md_table(["verdict", *[f"vs {labels.get(v, v)}" for v in counts]],
-                     [[k, *[str(counts[v][k]) for v in counts]] for k in VERDICTS])
-    mark = {"reproduced": "✓ reproduced", "partly": "partly", "not reproduced": "✗ **not reproduced**",
-            "not yet run": "*not yet run*"}
+    summary = md_table(["verdict", *[f"vs {version_label(v)}" for v in counts]],
+                       [[k, *[str(counts[v][k]) for v in counts]] for k in VERDICTS])
     rows = []
     for _, r in verdicts.iterrows():
-        ours = cell_text(fmt_num(r["ours"])) if not is_missing(r["ours"]) and str(r["ours"]) else ""
+        ours = cell_text(fmt_num(r["ours"])) if not is_missing(r["ours"]) and str(r["ours"]) else "—"
         if not is_missing(r.get("interval")) and str(r.get("interval")):
             ours += f" ({cell_text(r['interval'])})"
-        claim = f"{cell_text(r.get('text'))}<br>`{r['claim']}` · {cell_text(r.get('source'))}"
-        version = labels.get(str(r.get("version", "")), "")
-        published = cell_text(fmt_num(r["published"])) + (f" ({version})" if version else "")
-        others = "; ".join(f"{labels[v]}: {mark.get(str(r[f'verdict_{v}']), r[f'verdict_{v}'])}"
-                           for v in per_version if str(r.get(f"verdict_{v}", "")) and v != r.get("version"))
-        note = cell_text(r.get("note"))
+        version = version_label(str(r.get("version", ""))) if str(r.get("version", "")) else ""
+        published = cell_text(fmt_num(r["published"])) + (f" <small>({version})</small>" if version else "")
+        others = "<br>".join(f"<small>{version_label(v)}: {MARKS.get(str(r[f'verdict_{v}']), r[f'verdict_{v}'])}"
+                             "</small>" for v in per_version
+                             if str(r.get(f"verdict_{v}", "")) and v != r.get("version"))
+        details = cell_text(r.get("note"))
         vnote = r.get("versions_note", "")
         if not is_missing(vnote) and str(vnote):
-            note += f"<br>*{cell_text(vnote)}*"
-        rows.append([claim, published, ours, mark.get(str(r["verdict"]), cell_text(r["verdict"])), others, note])
-    table = md_table(["claim (id · source)", "published", "ours", "verdict", "other versions", "note"], rows)
+            details += f"<br><em>{cell_text(vnote)}</em>"
+        claim = (f"{cell_text(r.get('text'))}<br><small>`{r['claim']}` · {cell_text(r.get('source'))}</small>"
+                 + (f"<details><summary>why</summary>{details}</details>" if details else ""))
+        verdict = MARKS.get(str(r["verdict"]), cell_text(r["verdict"])) + (f"<br>{others}" if others else "")
+        rows.append([claim, f"{published}<br>ours: {ours}", verdict])
+    table = md_table(["claim (id · source; *why*: the rule's note)", "published / ours", "verdict"], rows)
     return summary, table
 
 

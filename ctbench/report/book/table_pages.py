@@ -214,3 +214,49 @@ def render_ablation(report: Path | None) -> str:
     legend = ("Percent reduction against BL of IP and IP* for the full objective (CT) and the partial objectives "
               "CD (contrastive divergence only) and AR (adversarial only) — the paper's Fig. 6.")
     return legend + "\n\n" + frame_to_markdown(wide, digits=2)
+
+
+#: the published versions of the appendix CI table (July 2025: its appendix Table 3; final: an appendix table)
+APPENDIX_CI_VERSIONS = (("July 2025", "appendix_ci_table_2025_07.csv"), ("final", "appendix_ci_table.csv"))
+
+
+def render_appendix_ci(report: Path | None, published_dir: Path) -> str:
+    """The appendix's means and 99% intervals: each cell holds ours and, below it, every published version that
+    has the number, labelled (the July 2025 preprint's Table 3 and the final version's appendix table); Δ is ours
+    minus the July value, bold beyond 25% (at least 0.02) of it."""
+    df = read_report_csv(report, "appendix_ci.csv")
+    if df is None:
+        return not_run_note("appendix_ci.csv", "experiments `single` and `mutability`")
+    df = paper_sorted(df, relabel=True)
+    pubs = []
+    for label, name in APPENDIX_CI_VERSIONS:
+        p = Path(published_dir) / name
+        if p.exists():
+            pubs.append((label, pd.read_csv(p).rename(columns={"lb_99": "lb", "ub_99": "ub"})
+                         .set_index(["metric", "dataset"])))
+    cols = {"ct_mean_abs": "CT", "bl_mean_abs": "BL", "lb": "LB", "ub": "UB"}
+    rows = []
+    for _, r in df.iterrows():
+        row = [str(r["metric"]), str(r["dataset"])]
+        for c in cols:
+            cell = fmt_num(r.get(c), 2)
+            shown = []
+            for i, (label, pub) in enumerate(pubs):
+                key = (r["metric"], r["dataset"])
+                if key not in pub.index or c not in pub.columns or is_missing(pub.loc[key, c]):
+                    continue
+                v = float(pub.loc[key, c])
+                text = f"{label}\u00a0{fmt_num(v, 2)}"
+                if i == 0 and not is_missing(r.get(c)):
+                    d = float(r[c]) - v
+                    delta = fmt_num(d, 2)
+                    text += f" (Δ\u00a0{'**' + delta + '**' if abs(d) > max(0.25 * abs(v), 0.02) else delta})"
+                shown.append(text)
+            if shown:
+                cell += "<br><small>" + "<br>".join(shown) + "</small>"
+            row.append(cell)
+        rows.append(row)
+    legend = ("Mean |value| for CT and BL and the 99% interval of the per-run difference. Below each of our values: "
+              "the published value in each version that prints it, labelled — the July 2025 preprint's Table 3 and "
+              "the final version's appendix table — and Δ = ours − July, **bold** beyond 25% (at least 0.02).")
+    return legend + "\n\n" + md_table(["Metric", "Data", *cols.values()], rows)

@@ -6,11 +6,13 @@ published version of the paper.
 outputs) and returns one row per claim with the columns :data:`COLUMNS`: ``verdict`` is the verdict against the
 claim's first version (the July 2025 preprint, the version this project reproduces, wherever the claim is in it;
 ``version`` names it), ``verdict_<version>`` one verdict per published version ("" where the claim is not in that
-version), ``versions_note`` says where the authors' versions disagree with each other.
+version), ``versions_note`` says where the authors' versions disagree with each other, ``headline`` ("yes" or
+"") marks the claims the book's first page leads with.
 
 Verdicts are deterministic functions of the report files. A missing report file, row or value gives ``not yet
-run``; a malformed claim entry raises :class:`ClaimsError`. Paper claims are judged on the paper's nine datasets
-only: rows of any other dataset a user adds are dropped before a rule sees the table.
+run``; a value the experiment computed but withheld, with its reason, gives ``not computable``; a malformed claim
+entry raises :class:`ClaimsError`. Paper claims are judged on the paper's nine datasets only: rows of any other
+dataset a user adds are dropped before a rule sees the table.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from typing import Any
 import pandas as pd
 
 from ...facts import VERSION_LABELS
-from .rules import RULE_FUNCTIONS, Missing, fmt
+from .rules import RULE_FUNCTIONS, Missing, NotComputable, fmt
 from .schema import (
     BLACK_DATASETS,
     DATASET_LABELS,
+    NOT_COMPUTABLE,
     NOT_REPRODUCED,
     NOT_YET_RUN,
     PAPER_DATASETS,
@@ -41,12 +44,12 @@ from .schema import (
     validate_claim,
 )
 
-__all__ = ["COLUMNS", "NOT_REPRODUCED", "NOT_YET_RUN", "PARTLY", "PRIMARY", "REPRODUCED", "RULES", "VERDICTS",
-           "VERSIONS", "Claim", "ClaimsError", "evaluate_claim", "evaluate_claims", "load_claims", "summarize",
-           "training_times", "validate_claim", "write_verdicts"]
+__all__ = ["COLUMNS", "NOT_COMPUTABLE", "NOT_REPRODUCED", "NOT_YET_RUN", "PARTLY", "PRIMARY", "REPRODUCED", "RULES",
+           "VERDICTS", "VERSIONS", "Claim", "ClaimsError", "evaluate_claim", "evaluate_claims", "load_claims",
+           "summarize", "training_times", "validate_claim", "write_verdicts"]
 
 COLUMNS = ["claim", "text", "source", "published", "ours", "interval", "verdict", "version",
-           *[f"verdict_{v}" for v in VERSIONS], "versions_note", "note", "file"]
+           *[f"verdict_{v}" for v in VERSIONS], "versions_note", "note", "headline", "file"]
 
 
 def _read(report_dir: Path, name: str, cache: dict, black: bool = False) -> pd.DataFrame | None:
@@ -84,7 +87,8 @@ def evaluate_claim(claim: Claim, report_dir: str | Path, cache: dict | None = No
     """The verdict row of one claim against the report folder, with one verdict per published version."""
     cache = {} if cache is None else cache
     row: dict[str, Any] = {c: "" for c in COLUMNS}
-    row.update(claim=claim.id, text=claim.text, source=claim.source, file=claim.file, verdict=NOT_YET_RUN)
+    row.update(claim=claim.id, text=claim.text, source=claim.source, file=claim.file, verdict=NOT_YET_RUN,
+               headline="yes" if claim.spec.get("headline") else "")
     df = _read(Path(report_dir), claim.file, cache, black="black2022" in claim.versions)
     results: dict[str, dict[str, Any] | None] = {}
     published: dict[str, str] = {}
@@ -96,6 +100,8 @@ def evaluate_claim(claim: Claim, report_dir: str | Path, cache: dict | None = No
             continue
         try:
             results[v] = RULE_FUNCTIONS[claim.rule](claim, df, v)
+        except NotComputable as exc:
+            results[v] = {"verdict": NOT_COMPUTABLE, "note": f"{claim.file}: {exc}"}
         except Missing as exc:
             results[v] = {"verdict": NOT_YET_RUN, "note": f"{claim.file}: {exc}"}
         if results[v] is not None and "published" in results[v]:

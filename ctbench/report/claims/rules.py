@@ -2,8 +2,10 @@
 
 Every rule is a deterministic function of one report table and one published version:
 ``rule(claim, table, version) -> {ours, interval, verdict, note}``. A missing row or value raises :class:`Missing`
-(→ ``not yet run``). Two principles hold for every rule: a claim whose sign is opposite to the paper's is never
-reproduced, and a claim whose significance differs from the paper's (in either direction) is at most ``partly``.
+(→ ``not yet run``); a row that is there but withheld with its reason (a ``flag`` "not computable: …") raises
+:class:`NotComputable` (→ ``not computable``). Two principles hold for every rule: a claim whose sign is opposite to
+the paper's is never reproduced, and a claim whose significance differs from the paper's (in either direction) is at
+most ``partly``.
 """
 
 from __future__ import annotations
@@ -19,16 +21,35 @@ import numpy as np
 import pandas as pd
 
 from ..common import truthy
-from .schema import NOT_REPRODUCED, PARTLY, REPRODUCED, Claim, ClaimsError
+from .schema import NOT_REPRODUCED, PARTLY, REPRODUCED, VERSIONS, Claim, ClaimsError
 
 _OPS: dict[str, Callable[[float, float], bool]] = {">": operator.gt, ">=": operator.ge, "<": operator.lt,
                                                    "<=": operator.le}
-#: magnitude tolerance of a Table-1 cell: 2 × the published ±, at least 5 and at most 20 percentage points
-CELL_TOLERANCE = {"factor": 2.0, "floor": 5.0, "cap": 20.0}
+#: magnitude tolerance of a Table-1 cell: 2 × the published ±, at least 5 and at most 20 percentage points; a
+#: version whose table prints no ± (the March 2025 preprint) gets ``no_pm`` percentage points
+CELL_TOLERANCE = {"factor": 2.0, "floor": 5.0, "cap": 20.0, "no_pm": 10.0}
 
 
 class Missing(Exception):
     """The report lacks what a claim needs (→ ``not yet run``)."""
+
+
+class NotComputable(Missing):
+    """The experiment ran, but the value the claim needs is withheld, for the reason given (→ ``not computable``)."""
+
+
+def _withheld(df: pd.DataFrame, selects: list[dict | None]) -> str | None:
+    """The reason a selected row's value is withheld (its ``flag`` starting "not computable"), else None."""
+    if "flag" not in df.columns:
+        return None
+    try:
+        found = rows(df, *selects)
+    except Missing:
+        return None
+    for f in found["flag"]:
+        if isinstance(f, str) and f.strip().startswith("not computable"):
+            return f.strip()
+    return None
 
 
 def _match(series: pd.Series, value: Any) -> pd.Series:
@@ -55,6 +76,8 @@ def _agg(values: pd.Series, how: str | None, what: str) -> float:
     values = pd.to_numeric(values, errors="coerce").dropna()
     if values.empty:
         raise Missing(f"no value for {what}")
+    if how == "range":
+        return float(values.max() - values.min())
     if how is None:
         if len(values) > 1:
             raise ClaimsError(f"claims: {what}: {len(values)} rows match; narrow 'select' or set 'agg'")
@@ -115,12 +138,17 @@ def rule_value(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
     col, tol = s["column"], s["tolerance"]
     pub = float(claim.for_version(version, "published"))
     want_sig = claim.for_version(version, "significant")
-    values, missing, interval, sig = [], [], "", None
+    values, present, missing, withheld, interval, sig = [], [], [], {}, "", None
     for label, item_sel in _items(claim):
         try:
             values.append(_value(df, col, [s.get("select"), item_sel], s.get("agg"), f"{claim.id} {label}".strip()))
+            present.append(label)
         except Missing:
-            missing.append(label)
+            reason = _withheld(df, [s.get("select"), item_sel])
+            if reason:
+                withheld[label] = reason
+            else:
+                missing.append(label)
             continue
         if "over" not in s:
             found = rows(df, s.get("select"))
@@ -133,11 +161,17 @@ def rule_value(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
             if scol in found.columns and len(found):
                 sig = truthy(found[scol].iloc[0])
     if not values:
-        raise Missing("no value in the report" + (f" for {', '.join(missing)}" if missing[0] else ""))
-    if missing:  # an aggregate over a subset is not the paper's aggregate
+        if withheld and not missing:
+            raise NotComputable("; ".join(f"{k + ': ' if k else ''}{v}" for k, v in withheld.items()))
+        raise Missing("no value in the report" + (f" for {', '.join(missing)}" if missing and missing[0] else ""))
+    if missing or withheld:  # an aggregate over a subset is not the paper's aggregate
         part = float(getattr(pd.Series(values), s["agg_over"])())
-        raise Missing(f"an aggregate over all {len(values) + len(missing)} items; not yet run: {', '.join(missing)} "
-                      f"({s['agg_over']} over the {len(values)} present: {part:.2f})")
+        n = len(values) + len(missing) + len(withheld)
+        why = ([f"not yet run: {', '.join(missing)}"] if missing else []) + [
+            f"{k} {v}" for k, v in withheld.items()]
+        msg = (f"an aggregate over all {n} items; {'; '.join(why)} "
+               f"({s['agg_over']} over the {len(values)} present: {part:.2f})")
+        raise (Missing if missing else NotComputable)(msg)
     ours = float(getattr(pd.Series(values), s["agg_over"])()) if "agg_over" in s else values[0]
     notes = []
     partly_tol = s.get("partly_tolerance")
@@ -160,7 +194,51 @@ def rule_value(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
         verdict = _cap(verdict, PARTLY)
         notes.append("the paper reports a significant effect, ours is not significant" if want_sig
                      else "ours is significant, the paper's is not")
+    if "agg_over" in s:
+        verdict = _item_check(claim, version, dict(zip(present, values, strict=True)), verdict, notes)
     return {"ours": fmt(ours), "interval": interval, "verdict": verdict, "note": "; ".join(notes)}
+
+
+def item_published(claim: Claim, version: str) -> dict[str, float]:
+    """The published value of each item of an aggregate claim in ``version`` ({} when the claim gives none)."""
+    spec = claim.spec.get("item_published")
+    if spec is None:
+        return {}
+    if spec == "table1":
+        metric = claim.spec["select"]["metric"]
+        out = {}
+        for label, _ in _items(claim):
+            cell = published_cell(version, label, metric)
+            if cell is not None and np.isfinite(cell["reduction_pct"]):
+                out[label] = cell["reduction_pct"]
+        return out
+    m = spec.get(version, {}) if set(spec) <= set(VERSIONS) else spec
+    return {str(k): float(v) for k, v in m.items()}
+
+
+def _item_check(claim: Claim, version: str, ours: dict[str, float], verdict: str, notes: list[str]) -> str:
+    """An aggregate shows its items: each item next to its published value, and an item whose sign is opposite to
+    the published one by more than ``item_tolerance`` (default: the claim's tolerance) is a per-item contradiction
+    of the claim, which caps the verdict at partly."""
+    pub = item_published(claim, version)
+    if not pub:
+        notes.append("per item: " + ", ".join(f"{k} {v:.2f}" for k, v in ours.items()))
+        return verdict
+    tol = claim.spec.get("item_tolerance", claim.spec["tolerance"])
+    shown, contra = [], []
+    for k, v in ours.items():
+        if k not in pub:
+            shown.append(f"{k} {v:.2f}")
+            continue
+        p = pub[k]
+        shown.append(f"{k} {v:.2f} ({p:.2f})")
+        if p != 0 and _sign(v) != _sign(p) and not within(v, p, tol):
+            contra.append(f"{k} {v:+.2f} vs {p:+.2f}")
+    notes.append("per item, ours (published): " + ", ".join(shown))
+    if contra:
+        notes.append(f"per-item contradiction (opposite sign, beyond {tol_text(tol)}): {', '.join(contra)}")
+        return _cap(verdict, PARTLY)
+    return verdict
 
 
 def rule_no_effect(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
@@ -199,18 +277,25 @@ def holds(left: float, right: float, op: str, margin: float) -> bool:
     return _OPS[op](left, right - margin)
 
 
+def _side(df: pd.DataFrame, side: dict[str, Any], selects: list[dict | None], what: str) -> float:
+    v = float(side["value"]) if "value" in side else _value(df, side["column"], [*selects, side.get("select")],
+                                                            side.get("agg"), what)
+    return v * float(side.get("scale", 1.0))
+
+
 def rule_relation(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
+    """``left op right`` on each item; on the items of ``except`` the claim itself says the relation does not hold
+    ("all datasets but GMSC"), so there it must not hold: an exception that goes the other way caps the verdict at
+    partly, as a share rule would otherwise let any one item fail."""
     s = claim.spec
     op, margin, share = s["op"], float(s.get("tolerance", {}).get("abs", 0.0)), float(s.get("min_share", 1.0))
     left, right = s["left"], s["right"]
-    held, failed, missing, shown = [], [], [], []
+    exceptions = {str(x) for x in s.get("except", [])}
+    held, failed, missing, shown, exc_ok, exc_bad = [], [], [], [], [], []
     for label, item_sel in _items(claim):
         try:
-            lv = _value(df, left["column"], [s.get("select"), item_sel, left.get("select")], left.get("agg"),
-                        f"{claim.id} {label} left")
-            rv = float(right["value"]) if "value" in right else _value(
-                df, right["column"], [s.get("select"), item_sel, right.get("select")], right.get("agg"),
-                f"{claim.id} {label} right")
+            lv = _side(df, left, [s.get("select"), item_sel], f"{claim.id} {label} left")
+            rv = _side(df, right, [s.get("select"), item_sel], f"{claim.id} {label} right")
         except Missing:
             missing.append(label)
             continue
@@ -221,8 +306,11 @@ def rule_relation(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any
                 "significant", pd.Series([None])).iloc[0])
             ok = ok and sig is True
             star = "*" if sig else " (n.s.)"
-        (held if ok else failed).append(label)
         shown.append(f"{label + ' ' if label else ''}{lv:.3g}{star} vs {rv:.3g}")
+        if label in exceptions:
+            (exc_bad if ok else exc_ok).append(label)
+            continue
+        (held if ok else failed).append(label)
     n_av = len(held) + len(failed)
     if n_av == 0:
         raise Missing("no value in the report")
@@ -231,6 +319,13 @@ def rule_relation(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any
     rel = f"left {op} right" + (f" with margin {margin:g}" if margin else "") + \
         (" and significant" if s.get("significant") else "")
     notes = [f"{rel} holds on {len(held)} of {n_av} ({', '.join(held) or '-'}); needs a share >= {share:.2f}"]
+    if exceptions:
+        if exc_bad:
+            verdict = _cap(verdict, PARTLY)
+            notes.append(f"the claim's exception {', '.join(exc_bad)} goes the other way in ours (the relation "
+                         "holds there too)")
+        if exc_ok:
+            notes.append(f"the claim's exception {', '.join(exc_ok)} is an exception in ours too")
     if missing:
         notes.append(f"not yet run: {', '.join(missing)}")
     return {"ours": "; ".join(shown), "interval": "", "verdict": verdict, "note": "; ".join(notes)}
@@ -312,7 +407,7 @@ def published_cell(version: str, dataset: str, metric: str, published_dir: str |
 def cell_tolerance(pub_pm: float) -> float:
     t = CELL_TOLERANCE
     if not np.isfinite(pub_pm):
-        return 10.0
+        return t["no_pm"]
     return min(max(t["factor"] * pub_pm, t["floor"]), t["cap"])
 
 
@@ -344,7 +439,8 @@ def rule_cell(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any] | 
     tol = cell_tolerance(pub["pm"])
     close = abs(ours - pub["reduction_pct"]) <= tol
     notes = [f"{cat} (ours {ours:.2f}{'*' if sig else ''} vs {pub['reduction_pct']:.2f}"
-             f"{'*' if truthy(pub_sig) else ''}); magnitude {'within' if close else 'outside'} ±{tol:g}"]
+             f"{'*' if truthy(pub_sig) else ''}); magnitude {'within' if close else 'outside'} ±{tol:g}"
+             + ("" if np.isfinite(pub["pm"]) else " (this version prints no ±: the fixed fallback)")]
     if cat == DISAGREE:
         verdict = NOT_REPRODUCED
     elif cat == AGREE or pd.isna(pub_sig):

@@ -327,11 +327,13 @@ def performance_table(sidecars: list[dict[str, Any]]) -> pd.DataFrame:
 def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), models: Iterable[str | Path] = (),
                  tuned: Iterable[str | Path] = (), grids: Iterable[str | Path] = (),
                  profile: str = "", config: dict[str, Any] | None = None,
-                 versions: dict[str, Any] | None = None) -> dict[str, Any]:
+                 versions: dict[str, Any] | None = None,
+                 sources: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
     """Training times, tuning choices, grid figures and ``provenance.json`` for the book: versions, machine, the
     resolved workflow config (``config``), the fidelity switches, and the code versions that produced the inputs
     (``versions``: :func:`ctbench.report.run_set.check_versions` of every input; by default from the evaluation and
-    model sidecars), with counts and ``mixed``: a result set made over several code versions says so."""
+    model sidecars), with counts and ``mixed``: a result set made over several code versions says so. ``sources``:
+    dataset name → (source, licence) of its raw files for the dataset table."""
     import json
 
     out = Path(out)
@@ -357,6 +359,10 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
         write_table(grid_effects(grids), out, "grid_effects", written)
         searches = split_tuning(grids)[0]  # the tuning grids get the paper's own figures (write_appendix)
         written["grids"] = [str(p) for p in write_grid_figures(searches, out / "grids")] if searches else []
+    from .extra_tables import dataset_table, redundancy_table
+
+    write_table(redundancy_table(evaluations), out, "redundancy", written)
+    write_table(dataset_table(models, sources), out, "datasets", written)
     sidecars = [json.loads(Path(f"{e}.json").read_text()) for e in evaluations if Path(f"{e}.json").exists()]
     write_table(performance_table(sidecars), out, "performance", written)
     write_table(performance_by_seed(sidecars), out, "performance_seeds", written)

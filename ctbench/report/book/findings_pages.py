@@ -1,0 +1,165 @@
+"""The book's first page: what was found, rendered from the result files (issue 24, item 6).
+
+:func:`render_findings` reads the claims' verdicts (``verdicts.csv``), Table 1 (``table1.csv``) and
+``provenance.json`` of a report folder and writes, in this order: the run the book shows (profile, commit, date; a
+book of any profile but ``paper`` says so and where the paper-scale book is), the verdict counts per published
+version, the headline claims with their verdicts, the largest disagreements with their reasons, and how the Table-1
+cells hold over training seeds. Nothing here is typed by hand: every number comes from the files.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+
+from ...facts import VERSION_LABELS
+from ...io import is_dirty
+from ..common import read_report_csv, truthy
+from .md import cell_text, md_table
+
+#: short verdict marks for narrow tables (the ledger and this page)
+MARKS = {"reproduced": "✓ reproduced", "partly": "◐ partly", "not reproduced": "✗ **not reproduced**",
+         "not computable": "○ not computable", "not yet run": "*not yet run*"}
+
+
+def version_label(v: str) -> str:
+    return {"preprint_2025_07": "July 2025", "satml_2026": "final", "preprint_2025_03": "March 2025",
+            "black2022": "Black et al. 2022"}.get(v, VERSION_LABELS.get(v, v))
+
+
+def _commit_date(commit: str | None, repo: Path | None = None) -> str:
+    """The committer date of ``commit`` (its 40-hex part) from the repository, '' when git does not know it."""
+    if not commit:
+        return ""
+    sha = str(commit).split("+")[0]
+    try:
+        out = subprocess.run(["git", "show", "-s", "--format=%cs", sha], capture_output=True, text=True,
+                             timeout=10, cwd=repo or Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def render_run(report: Path | None) -> str:
+    """One paragraph: which profile, commit and date the numbers come from; a warning for a non-paper profile."""
+    prov: dict = {}
+    if report is not None and (report / "provenance.json").exists():
+        try:
+            prov = json.loads((report / "provenance.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            prov = {}
+    profile = prov.get("profile") or "unknown"
+    commit = prov.get("git_commit")
+    date = _commit_date(commit)
+    who = (f"commit `{str(commit)[:7]}`" + (" with uncommitted changes" if commit and is_dirty(commit) else "")
+           if commit else "an unrecorded commit")
+    text = (f"**The run shown.** Profile `{profile}`; the report was written at {who}"
+            + (f" (committed {date})" if date else "") + "; the code versions of its inputs are listed below.\n")
+    if profile != "paper":
+        text = ("```{warning}\n"
+                f"This book shows the **`{profile}`** profile, not the paper-scale run: fewer datasets, seeds or "
+                "evaluation runs, so its verdicts are not the reproduction's. The paper-scale book builds from the "
+                "committed result set with `ctbench book` (its default report folder is `paper/results/report`).\n"
+                "```\n\n") + text
+    return text
+
+
+def _counts(verdicts: pd.DataFrame) -> str:
+    from ..claims import VERDICTS, VERSIONS, summarize
+
+    cols = [v for v in VERSIONS if f"verdict_{v}" in verdicts.columns
+            and (verdicts[f"verdict_{v}"].astype(str) != "").any()]
+    counts = {v: summarize(verdicts[verdicts[f"verdict_{v}"].astype(str) != ""], f"verdict_{v}") for v in cols}
+    n = {v: int((verdicts[f"verdict_{v}"].astype(str) != "").sum()) for v in cols}
+    rows = [[MARKS.get(k, k), *[str(counts[v][k]) for v in cols]] for k in VERDICTS]
+    rows.append(["claims judged", *[str(n[v]) for v in cols]])
+    return md_table(["verdict", *[f"vs {version_label(v)}" for v in cols]], rows)
+
+
+def _headlines(verdicts: pd.DataFrame) -> str:
+    if "headline" not in verdicts.columns:
+        return ""
+    head = verdicts[verdicts["headline"].map(lambda v: truthy(v) is True)]
+    if head.empty:
+        return ""
+    rows = []
+    for _, r in head.iterrows():
+        others = "; ".join(f"{version_label(v)}: {MARKS.get(str(r[f'verdict_{v}']), r[f'verdict_{v}'])}"
+                           for v in ("satml_2026", "preprint_2025_03", "black2022")
+                           if f"verdict_{v}" in r and str(r[f"verdict_{v}"]) and v != r.get("version"))
+        ours = (cell_text(r["ours"]) or "—") if len(str(r["ours"])) <= 40 else "see the ledger"
+        version = str(r.get("version"))
+        vs = "" if version == "preprint_2025_07" else f" <small>(vs {version_label(version)})</small>"
+        rows.append([f"{cell_text(r['text'])}<br><small>`{r['claim']}`</small>",
+                     f"{cell_text(r['published'])} / {ours}",
+                     MARKS.get(str(r["verdict"]), cell_text(r["verdict"])) + vs
+                     + (f"<br><small>{others}</small>" if others else "")])
+    return md_table(["headline claim", "published / ours", "verdict vs July 2025"], rows)
+
+
+def _disagreements(verdicts: pd.DataFrame, table1: pd.DataFrame | None, top: int = 5) -> str:
+    out = []
+    bad = verdicts[verdicts["verdict"].astype(str) == "not reproduced"]
+    if not bad.empty:
+        out.append(f"**Not reproduced against the July 2025 preprint ({len(bad)} claims)**, with the rule's reason:\n")
+        for _, r in bad.iterrows():
+            note = str(r["note"]).split(";")[0]
+            out.append(f"- `{r['claim']}`: {cell_text(r['text'])} — {cell_text(note)}")
+        out.append("")
+    if table1 is not None and {"diff_pct", "pub_reduction_pct"} <= set(table1.columns):
+        t = table1[table1["dataset"] != "Avg."].copy()
+        t["_abs"] = pd.to_numeric(t["diff_pct"], errors="coerce").abs()
+        t = t.dropna(subset=["_abs"]).sort_values("_abs", ascending=False, kind="stable").head(top)
+        if not t.empty:
+            ver = version_label(str(t["pub_version"].iloc[0])) if "pub_version" in t.columns else "July 2025"
+            out.append(f"**The {len(t)} Table-1 cells farthest from the {ver} preprint** (percentage points; "
+                       "the [discrepancies chapter](discrepancies.md) gives each cell's facts and the switches "
+                       "that move it):\n")
+            rows = [[str(r["dataset"]), str(r["metric"]), f"{float(r['reduction_pct']):.2f}",
+                     f"{float(r['pub_reduction_pct']):.2f}", f"{float(r['diff_pct']):+.2f}",
+                     cell_text(r.get("flag", "")) if isinstance(r.get("flag"), str) else ""] for _, r in t.iterrows()]
+            out.append(md_table(["data", "metric", "ours", "published", "Δ", "flag"], rows))
+    return "\n".join(out)
+
+
+def _seeds(table1: pd.DataFrame | None) -> str:
+    if table1 is None or "seed_significant" not in table1.columns or "n_seeds" not in table1.columns:
+        return ""
+    t = table1[(table1["dataset"] != "Avg.") & pd.to_numeric(table1["n_seeds"], errors="coerce").gt(1)]
+    if t.empty:
+        return ""
+    n = int(pd.to_numeric(t["n_seeds"], errors="coerce").max())
+    sig = t["seed_significant"].map(truthy)
+    pos = pd.to_numeric(t["seed_mean"], errors="coerce") > 0
+    held = int((sig.eq(True) & pos).sum())
+    neg = int((sig.eq(True) & ~pos).sum())
+    unsure = int(sig.eq(False).sum())
+    hang = ", ".join(f"{r['dataset']} {r['metric']}" for _, r in t[sig.eq(False)].iterrows())
+    return (f"**Over training seeds.** Each Table-1 cell was also computed per training seed ({n} seeds): the "
+            f"interval over seeds shows a reduction on {held} of {len(t)} cells, an increase on {neg}, and "
+            f"includes 0 on {unsure}" + (f" ({hang}): there the sign hangs on which models were trained" if hang
+                                         else "") + ".\n")
+
+
+def render_findings(report: Path | None, verdicts: pd.DataFrame | None) -> str:
+    """Markdown for the top of the book's first page: what was found, from the result files."""
+    parts = [render_run(report)]
+    if verdicts is None or verdicts.empty:
+        parts.append("No claims were judged: the report folder has no `verdicts.csv`.\n")
+        return "\n".join(parts)
+    table1 = read_report_csv(report, "table1.csv")
+    parts += ["**Verdicts per published version** (every claim of the [claims ledger](claims.md) is judged once per "
+              "version that makes it):\n", _counts(verdicts)]
+    head = _headlines(verdicts)
+    if head:
+        parts += ["**The headline claims:**\n", head]
+    dis = _disagreements(verdicts, table1)
+    if dis:
+        parts.append(dis)
+    seeds = _seeds(table1)
+    if seeds:
+        parts.append(seeds)
+    return "\n".join(parts)
