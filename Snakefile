@@ -79,4 +79,5 @@ rule all:
         rules.report.output,
         rules.book.output if config.get("book", {}).get("enabled", True) else [],
         rules.report_gallery.output,
+        rules.stage_times.output,
     default_target: True

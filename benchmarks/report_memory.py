@@ -12,6 +12,9 @@ resident memory (``ru_maxrss``) and CPU seconds (user + system):
 * ``new``: :func:`ctbench.evaluation.files.read_evaluations` (the report's 17 columns; with pyarrow installed,
   pandas' ``str`` columns are Arrow-backed), on the same CSV files or on Parquet files of the same rows.
 
+Since the report reads in three narrow passes (``_evaluation_tables``, issue 21 second pass) ``old`` no longer
+changes what ``write_report`` reads; compare two code trees on the same files with ``benchmarks/report_pair.py``.
+
     python benchmarks/report_memory.py --scale 0.1 --formats csv.gz parquet --readers old new \\
         --work /tmp/report-mem --out benchmarks/results/report-memory-cpu1.md
 """

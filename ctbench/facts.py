@@ -127,7 +127,7 @@ def model_folder(experiment: str, objective: str) -> str:
 PATHS: dict[str, str] = {
     "data": "{results}/data/{dataset}.json",
     "model": "{results}/models/{folder}/{dataset}/{objective}_s{seed}.pt",
-    "evaluation": "{results}/eval/{experiment}/{dataset}_s{seed}.csv.gz",
+    "evaluation": "{results}/eval/{experiment}/{dataset}_s{seed}.parquet",
     "robustness": "{results}/robustness/{dataset}_s{seed}.csv",
     "attribution": "{results}/attribution/{dataset}_s{seed}.csv",
     "grid_baseline": "{results}/grids/{grid}/{dataset}/baseline_{key}_s{seed}.pt",
@@ -142,6 +142,7 @@ PATHS: dict[str, str] = {
     "prop31": "{results}/report/prop31",
     "prop31_file": "{results}/report/prop31/prop31_{table}.csv",
     "benchmarks": "{results}/benchmarks",
+    "stage_times": "{results}/report/benchmarks.csv",
     "report_gallery": "{results}/report_gallery",
     "book": "{results}/book",
     "book_index": "{results}/book/_build/html/index.html",

@@ -268,3 +268,78 @@ def test_compare_published(tmp_path):
     # other version and renamed datasets
     c2 = compare_published(ours, csv, version="preprint_2025_07", dataset_names={"A": "A", "B": "Bee"})
     assert c2.set_index("dataset").loc["A", "pub_reduction_pct"] == 99.0 and "Bee" in set(c2["dataset"])
+
+
+def _bootstrap_reference(df, metric, *, ct="full", bl="vanilla", n_boot=1000, level=0.99, seed=2025,
+                         stratify_lambda=True):
+    """The bootstrap's replicates as computed before issue 21: the whole (n_boot, n) grid of draws at once, cell
+    codes gathered, one bincount per quantity. Returns the replicates' statistics (to compare bit for bit)."""
+    from ctbench.evaluation.aggregate import COLS, _prepare, _run_level, _stats
+
+    cols = COLS
+    d = _prepare(df, metric, None, False, cols)
+    d = d[d[cols.objective].isin([ct, bl])]
+    rng = np.random.default_rng(seed)
+    out = []
+    for _, g in d.groupby(cols.dataset, sort=False):
+        run_code, runs = pd.factorize(g[cols.run], sort=True)
+        lam_code, lams = pd.factorize(g[cols.lam], sort=True)
+        J, n_lam = 2 * len(runs), len(lams)
+        j = run_code * 2 + (g[cols.objective] == bl).to_numpy().astype(int)
+        cell = j * n_lam + lam_code
+        stratum = cell if stratify_lambda else j
+        order = np.argsort(stratum, kind="stable")
+        stratum, cell = stratum[order], cell[order]
+        vals = g["_y"].to_numpy(float)[order]
+        w = g[cols.valid].astype(bool).to_numpy(float)[order]
+        n = len(vals)
+        starts = np.flatnonzero(np.r_[True, stratum[1:] != stratum[:-1]])
+        sizes = np.diff(np.r_[starts, n])
+        row_start, row_size = np.repeat(starts, sizes), np.repeat(sizes, sizes)
+        idx = row_start + np.floor(rng.random((n_boot, n)) * row_size).astype(np.int64)
+        out.append(_stats(_run_level(vals[idx], w[idx], cell[idx], J, n_lam).reshape(n_boot, -1, 2)))
+    return out
+
+
+@pytest.mark.parametrize("case", ["equal", "unequal", "no_lambda_strata", "one_block", "small_blocks"])
+def test_bootstrap_blocks_are_bitwise_the_whole_grid(case, monkeypatch):
+    """The blocked bootstrap (issue 21) draws and sums exactly as the whole-grid loop before it: every replicate's
+    statistic is bit-identical, for cells of equal and unequal sizes (dropped NaN rows), strata without λ, one block,
+    and blocks much smaller than a replicate."""
+    import ctbench.evaluation.aggregate as agg
+
+    rng = np.random.default_rng(5)
+    recs = []
+    for ds, runs, n_ind in (("A", 12, 40), ("B", 7, 9)):
+        for r in range(runs):
+            for lam in (0.1, 1.0, 5.0):
+                for obj in ("full", "vanilla"):
+                    v = rng.gamma(2.0, 1.0, n_ind) * (-1 if ds == "B" else 1)
+                    if case == "unequal":
+                        v[rng.random(n_ind) < 0.15] = np.nan
+                    v[rng.random(n_ind) < 0.05] = 0.0
+                    recs += [(ds, r, lam, obj, bool(a), float(x))
+                             for a, x in zip(rng.random(n_ind) < 0.7, v, strict=True)]
+    df = _frame(recs).sample(frac=1.0, random_state=3).reset_index(drop=True)
+    kw = {"stratify_lambda": case != "no_lambda_strata"}
+    # blocks of a few cells (both paths: equal cells summed down the block's first axis, the others by bincount),
+    # all of a replicate and more, or smaller than one cell (each stratum a block of its own)
+    monkeypatch.setattr(agg, "_BLOCK", {"one_block": 10**6, "small_blocks": 30}.get(case, 200))
+    captured = []
+    real = agg._stats
+    monkeypatch.setattr(agg, "_stats", lambda m: captured.append(real(m)) or captured[-1])
+    bootstrap_reduction(df, "ip", n_boot=150, seed=9, **kw)
+    monkeypatch.setattr(agg, "_stats", real)
+    ref = _bootstrap_reference(df, "ip", n_boot=150, seed=9, **kw)
+    # captured: per dataset the point estimate, then the blocks' statistics
+    got, i = [], 0
+    for _ in ref:
+        i += 1  # the point estimate
+        parts = []
+        while sum(len(p["mean_delta"]) for p in parts) < 150:
+            parts.append(captured[i])
+            i += 1
+        got.append({k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
+    for a, b in zip(got, ref, strict=True):
+        for k in b:
+            assert np.array_equal(a[k].view(np.int64), b[k].view(np.int64)), k

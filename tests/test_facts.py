@@ -73,7 +73,7 @@ def test_an_unknown_name_lists_the_known_ones_and_says_how_to_register():
 def test_path_templates():
     assert facts.fields("grid_chunk") == {"results", "grid", "dataset", "key", "chunk", "seed"}
     assert facts.path("evaluation", "R/", experiment="single", dataset="lin_sep", seed=0) == \
-        "R/eval/single/lin_sep_s0.csv.gz"
+        "R/eval/single/lin_sep_s0.parquet"
     assert facts.pattern("model", "R", dataset="{{dataset}}") == \
         "R/models/{folder}/{{dataset}}/{objective}_s{seed}.pt"
     with pytest.raises(ValueError, match=r"takes the fields \['dataset', 'seed'\]"):
@@ -85,7 +85,8 @@ def test_path_templates():
 def _every_path(w: Workflow) -> list[str]:
     kinds = ("evaluation", "robustness", "attribution", "grid_chunk", "tune_best", "fidelity_effect", "consistency")
     out = [p for k in kinds for p in w.outputs(k)]
-    out += [*w.final_models(), w.path("report_index"), w.path("book_index"), w.path("fidelity_effects")]
+    out += [*w.final_models(), w.path("report_index"), w.path("book_index"), w.path("fidelity_effects"),
+            w.path("stage_times")]
     out += [w.path("prop31_file", table=t) for t in ("summary", "settings")]
     out += [w.path("report_figure", name=n) for n in ("figure1", "mnist_counterfactuals")]
     out += [w.path(k) for k in ("report", "prop31", "benchmarks", "report_gallery", "book")]
@@ -133,7 +134,7 @@ def test_plan_script_reads_every_job_of_a_dry_run(tmp_path):
 
     jobs = plan(ROOT, "smoke", str(tmp_path / "res"))
     parsed = [yaml.safe_load(j) for j in jobs]
-    assert len(parsed) == 33 and [j["rule"] for j in parsed].count("all") == 1
+    assert len(parsed) == 34 and [j["rule"] for j in parsed].count("all") == 1  # 33 + stage_times
     assert all(j["output"] and "shell" in j for j in parsed if j["rule"] != "all")
     assert {j["rule"] for j in parsed} >= {"data", "train_final", "evaluate", "report", "book", "tune_select"}
     assert diff(jobs, jobs) == ([], []) and diff(jobs, jobs[1:]) == ([jobs[0]], [])

@@ -57,7 +57,7 @@ def test_readme_dataset_runs_through_the_workflow(project):
         assert stage in text, stage
     # `datasets:` limits every stage: nothing of the smoke profile's synthetic data is planned
     assert "lin_sep" not in re.sub(r"consistency/black2022\S*", "", text)
-    target = "results/smoke/eval/single/my_data_s0.csv.gz"
+    target = "results/smoke/eval/single/my_data_s0.parquet"
     run = _snakemake(project, command, target)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert (project / target).stat().st_size > 0

@@ -2,7 +2,8 @@
 
 # Modules: train_cmds (train, generate), data_cmds (data ...), eval_cmds (evaluate, robustness, attribution),
 # grid_cmds (grid ..., tune select), figure_cmds (figure1, mnist-figures), study_cmds (fidelity-effect(s-merge),
-# consistency, prop31, bench), report_cmds (report, appendix, compare, book, gallery). The only argparse in ctbench:
+# consistency, prop31, bench), report_cmds (report, appendix, compare, book, gallery,
+# stage-times). The only argparse in ctbench:
 # the experiments (ctbench.experiments) and the report take plain arguments.
 
 from __future__ import annotations

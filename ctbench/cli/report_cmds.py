@@ -218,6 +218,22 @@ def _cmd_appendix(args) -> int:
     return 0
 
 
+def _cmd_stage_times(args) -> int:
+    """CPU time per stage from every ``benchmark:`` record, the report's and the book's included (they are written
+    only once those jobs have ended, so the workflow's last job writes this table again)."""
+    from ..io import atomic_write_text
+    from ..report.markdown import frame_to_markdown
+    from ..report.tables.stage_times import stage_times
+
+    df = stage_times(args.benchmarks)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, df.to_csv(index=False))
+    atomic_write_text(out.with_suffix(".md"), frame_to_markdown(df, digits=3))
+    print(f"{len(df) - 1 if len(df) else 0} stage(s) from {args.benchmarks} → {out}")
+    return 0
+
+
 def _cmd_gallery(args) -> int:
     from ..report.gallery import write_gallery
 
@@ -292,3 +308,8 @@ def add_cli(sub) -> None:
     ga.add_argument("--report", required=True, help="report folder (ctbench report --out)")
     ga.add_argument("--out", required=True, help="gallery folder, one sub-folder per stage")
     ga.set_defaults(func=_cmd_gallery)
+
+    st = sub.add_parser("stage-times", help="CPU time per stage from a folder of Snakemake benchmark records")
+    st.add_argument("--benchmarks", required=True, help="folder of Snakemake benchmark files (<stage>/<job>.tsv)")
+    st.add_argument("--out", required=True, help="CSV file (a Markdown copy is written beside it)")
+    st.set_defaults(func=_cmd_stage_times)

@@ -17,3 +17,23 @@ rule book:
         "../../envs/ctbench.yaml"
     shell:
         "ctbench book --report {params.report} --out {params.out} {params.strict} > {log} 2>&1"
+
+
+# The last job: CPU time per stage from every job's benchmark record, the report's, the book's and the gallery's
+# included (the report's own benchmarks.csv, written while it runs, cannot hold them), into the report folder.
+rule stage_times:
+    input:
+        rules.report.output,
+        rules.book.output if config.get("book", {}).get("enabled", True) else [],
+        rules.report_gallery.output,
+    output:
+        W.path("stage_times"),
+    params:
+        benchmarks=W.path("benchmarks"),
+        code=code("report_cmds"),
+    log:
+        f"{RES}/logs/stage_times.log",
+    conda:
+        "../../envs/ctbench.yaml"
+    shell:
+        "ctbench stage-times --benchmarks {params.benchmarks} --out {output} > {log} 2>&1"

@@ -6,6 +6,8 @@ rule data:
         fidelity=config["fidelity"],
         data_params=lambda w: json.dumps((config.get("data_params") or {}).get(w.dataset, {}), sort_keys=True),
         code=code("data_cmds"),
+    benchmark:
+        f"{RES}/benchmarks/data/{{dataset}}.tsv"
     log:
         f"{RES}/logs/data/{{dataset}}.log",
     resources:

@@ -78,6 +78,8 @@ rule fidelity_effects:
         W.path("fidelity_effects"),
     params:
         code=code("study_cmds"),
+    benchmark:
+        f"{RES}/benchmarks/fidelity_effects/merge.tsv"
     log:
         f"{RES}/logs/fidelity/merge.log",
     conda:

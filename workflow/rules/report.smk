@@ -97,9 +97,12 @@ rule report_gallery:
         report=W.path("report"),
         out=W.path("report_gallery"),
         code=code("report_cmds"),
+    benchmark:
+        f"{RES}/benchmarks/report_gallery/report_gallery.tsv"
     log:
         f"{RES}/logs/report_gallery.log",
     conda:
         "../../envs/ctbench.yaml"
     shell:
         "ctbench gallery --report {params.report} --out {params.out} > {log} 2>&1"
+
