@@ -39,7 +39,7 @@ TINY = {
 
 
 #: the files the tiny run makes and every dry run asks for
-TARGETS = ["res/eval/single/lin_sep_s0.csv.gz", "res/eval/mutability/lin_sep_s0.csv.gz",
+TARGETS = ["res/eval/single/lin_sep_s0.parquet", "res/eval/mutability/lin_sep_s0.parquet",
            "res/attribution/lin_sep_s0.csv"]
 
 

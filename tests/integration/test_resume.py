@@ -46,7 +46,7 @@ def _snakemake(wd: Path, *extra: str) -> subprocess.Popen:
 def _outputs(wd: Path) -> tuple[dict, pd.DataFrame]:
     res = wd / "results/resume"
     models = {p.name: torch.load(p, weights_only=True)["state_dict"] for p in sorted(res.glob("models/**/*.pt"))}
-    ev = pd.read_csv(res / "eval/single/lin_sep_s0.csv.gz").drop(columns="seconds")
+    ev = pd.read_parquet(res / "eval/single/lin_sep_s0.parquet").drop(columns="seconds")
     return models, ev
 
 
@@ -81,7 +81,7 @@ def test_killed_run_resumes_to_identical_outputs(tmp_path, clean, sig):
     assert not (wd / "results/resume/report/index.json").exists()
     leftovers = [f for f in wd.glob("results/resume/**/.*.tmp")]
     for f in leftovers:  # an interrupted atomic write leaves only a hidden temp file, never a truncated output
-        assert not f.name.endswith((".pt", ".csv", ".gz"))
+        assert not f.name.endswith((".pt", ".csv", ".gz", ".parquet"))
 
     if sig == signal.SIGKILL:  # a hard kill leaves Snakemake's lock behind: the documented fix is --unlock
         assert subprocess.run([str(SNAKEMAKE), "--unlock", "--configfile", "resume.yaml"], cwd=wd,
