@@ -63,12 +63,13 @@ def test_figure1_ct_differs_from_bl(fig1):
 
 
 def test_figure1_shows_the_papers_tilt(fig1):
-    """From zero weights on the symmetric LS data BL weighs both features alike; CT with the first feature
-    protected tilts the boundary towards the mutable feature (panel d), and its counterfactuals stay valid."""
+    """BL and CT weigh both features alike in magnitude (the LS centres the authors' code draws differ by
+    (-3.58, 4.51): a ratio of 0.79; on the symmetric calibrated centres it is 1); CT with the first feature protected
+    tilts the boundary towards the mutable feature (panel d), and its counterfactuals stay valid."""
     _, res = fig1
     p = res["panels"]
-    assert 0.9 < p["a"]["sensitivity_ratio"] < 1.1 and 0.9 < p["b"]["sensitivity_ratio"] < 1.1
-    assert p["d"]["sensitivity_ratio"] < 0.5
+    assert 0.6 < p["a"]["sensitivity_ratio"] < 1.4 and 0.6 < p["b"]["sensitivity_ratio"] < 1.4
+    assert p["d"]["sensitivity_ratio"] < 0.5 * min(p["a"]["sensitivity_ratio"], p["b"]["sensitivity_ratio"])
     assert p["d"]["valid"] == 1.0 and p["c"]["valid"] == 1.0
     assert np.linalg.norm(p["b"]["w"]) > 2 * np.linalg.norm(p["a"]["w"])  # CT's sharper boundary
 
