@@ -379,3 +379,11 @@ def test_bad_arguments_raise_value_error(kwargs, match):
 def test_bad_generator_parameters_raise(name, kwargs, match):
     with pytest.raises(ValueError, match=match):
         load_dataset(name, **kwargs)
+
+
+@pytest.mark.parametrize("centers", [5, [[1, 2]], [[1, 2], [3, "x"]], [[1, 2], [3, float("nan")]]])
+def test_bad_blob_centres_name_the_parameter(centers):
+    from ctbench.data import load_dataset
+
+    with pytest.raises(ValueError, match="centers: expected a finite 2×D list"):
+        load_dataset("lin_sep", centers=centers, n_draws=200, n_train=100, n_val=20, n_test=20)

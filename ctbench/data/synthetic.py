@@ -98,7 +98,11 @@ BLOB_CENTERS_REFERENCE = julia_blob_centers(42)
 
 def make_blobs(rng: np.random.Generator, n: int, *, centers: Any, cluster_std: float):
     """MLJBase ``make_blobs`` with two given centres: the first ``n // 2`` rows are class 0, the rest 1."""
-    c = np.asarray(centers, dtype=np.float64)
+    try:
+        c = np.asarray(centers, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"centers: expected a finite 2×D list of numbers (one row per class), got {centers!r}; "
+                         "leave it out to use the fidelity switch blob_centers") from None
     if c.ndim != 2 or c.shape[0] != 2 or c.shape[1] < 1 or not np.all(np.isfinite(c)):
         raise ValueError(f"centers: expected a finite 2×D list (one row per class), got shape {c.shape}")
     if not cluster_std > 0:
