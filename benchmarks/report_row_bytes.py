@@ -1,6 +1,6 @@
-"""Bytes per row the report holds in memory: every column of the evaluation files, and the one frame it read before, against each of the report's three
-narrow passes (``_evaluation_tables`` in ``ctbench/report/tables/paper_tables.py``). Multiply by the paper run's row
-count for its footprint.
+"""Bytes per row the report holds in memory: every column of the evaluation files, the one frame it read before,
+and each of the report's three narrow passes (``_evaluation_tables`` in ``ctbench/report/tables/paper_tables.py``).
+Multiply by the paper run's row count for its footprint.
 
     python benchmarks/report_row_bytes.py results/verify/eval/single/*.parquet results/verify/eval/mutability/*.parquet
 """
@@ -26,7 +26,7 @@ def per_row(df: pd.DataFrame) -> float:
 def main(files: list[str]) -> None:
     if not files:
         sys.exit(__doc__)
-    for name, cols in (("every column", None), ("one frame of the report's columns (before the passes)", REPORT_COLUMNS)):
+    for name, cols in (("every column", None), ("the report's columns in one frame (before)", REPORT_COLUMNS)):
         df = read_evaluations(files, cols)
         print(f"{name} ({df.shape[1]}): {per_row(df):.1f} B/row, {len(df)} rows")
     for name, cols, experiments in PASSES:
