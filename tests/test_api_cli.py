@@ -91,7 +91,7 @@ def test_train_population_from_configs_matches_single_runs_and_reports_failures(
     assert out["ct0"] is out["ct0_again"]                        # identical configs train once
     assert isinstance(out["boom"], FailedTraining) and "diverged" in out["boom"].error
     # ct0 and boom shared one program; bl1 (no counterfactual tuples) has its own, so that its sums never run over
-    # rows padded for the CT members (ctbench.training.members._group_key)
+    # rows padded for the CT members (ctbench.training.members.group_key)
     assert out["ct0"].meta["population"]["size"] == 2 and out["bl1"].meta["population"]["size"] == 1
     single = train_from_config(base)
     for p, q in zip(single.model.parameters(), out["ct0"].model.parameters(), strict=True):

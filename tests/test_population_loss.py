@@ -14,10 +14,10 @@ from ctbench.fidelity import resolve_fidelity
 from ctbench.generators import Convergence, make_generator
 from ctbench.models import build_model
 from ctbench.training import Objective, TrainParams
-from ctbench.training.members import _validate
+from ctbench.training.members import validate_members
 from ctbench.training.population import Member
 from ctbench.training.population_loss import batch_forward, batch_grad, batch_loss
-from ctbench.training.population_run import _PopulationRun
+from ctbench.training.population_run import PopulationRun
 from ctbench.training.trainer import training_tensors
 
 
@@ -27,8 +27,8 @@ def _run(members, n=203, fid="reference", model=None):
     X = (rng.standard_normal((n, 3)) + 1.5 * (2 * y[:, None] - 1)).astype(np.float32)
     fid = resolve_fidelity("reference", fid) if isinstance(fid, dict) else resolve_fidelity(fid)
     Xt, yt, Xv, yv, K = training_tensors(X, y, None, None, None, torch.device("cpu"), torch.float32)
-    rows = _validate(members, n)
-    return _PopulationRun(members, rows, Xt, yt, Constraints.build(3, domain=([-5.0] * 3, [5.0] * 3)), fid, Xv, yv,
+    rows = validate_members(members, n)
+    return PopulationRun(members, rows, Xt, yt, Constraints.build(3, domain=([-5.0] * 3, [5.0] * 3)), fid, Xv, yv,
                           K, torch.float32)
 
 

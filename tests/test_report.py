@@ -213,3 +213,29 @@ def test_uncommitted_changes_are_a_code_version_of_their_own(tmp_path):
     assert version(tmp_path) == one                                   # the same diff, the same version
     (tmp_path / "code.py").write_text("x = 1\n")
     assert version(tmp_path) == sha
+
+
+def test_a_plugin_datasets_label_shows_in_the_report(outputs, tmp_path, monkeypatch):
+    """Issue 22 item 3: a dataset registered with ``label="My Data"`` shows as "My Data" in Table 1 (and every
+    other table of the report); ``ctbench report`` looks the label up in the registry, the paper's labels stay."""
+    from ctbench.data import registry
+    from ctbench.io import read_json_file
+
+    monkeypatch.setattr(registry, "_LOADERS", dict(registry._LOADERS))
+    monkeypatch.setattr(registry, "_INFO", dict(registry._INFO))
+    registry.register("my_data", family="synthetic", label="My Data")(lambda **kw: None)
+    evals = []
+    for name in ("single.csv.gz", "mut.csv.gz"):  # the lin_sep evaluations, renamed my_data
+        df = pd.read_csv(outputs / name)
+        df["dataset"] = "my_data"
+        df.to_csv(tmp_path / name, index=False)
+        side = read_json_file(outputs / f"{name}.json", "sidecar")
+        (tmp_path / f"{name}.json").write_text(json.dumps({**side, "dataset": "my_data"}))
+        evals.append(str(tmp_path / name))
+    rep = tmp_path / "report"
+    assert main(["report", "--eval", *evals, "--n-boot", "20", "--published", "none", "--out", str(rep)]) == 0
+    table1 = pd.read_csv(rep / "table1.csv")
+    assert "My Data" in set(table1["dataset"]) and "my_data" not in set(table1["dataset"])
+    for f in rep.glob("*.csv"):
+        assert "my_data" not in f.read_text(), f.name
+    assert "LS" in set(pd.read_csv(outputs / "report" / "table1.csv")["dataset"])  # a paper dataset: its label

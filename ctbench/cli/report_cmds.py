@@ -44,9 +44,25 @@ def check_sidecars(evaluations: list[str], models: list[str], tuned: list[str] =
                                "single (or mutability, ablation)")
 
 
+def registered_labels() -> dict[str, str]:
+    """Name (and alias) → label of every registered dataset outside the paper's catalog whose loader gave a
+    ``label=`` (a plugin's, :func:`ctbench.data.register`): the report layer does not import the registry, so its
+    commands pass these in (:func:`ctbench.report.common.dataset_labels`); the paper's datasets keep their labels."""
+    from ..data import available
+    from ..facts import DATASETS
+
+    out = {}
+    for name, info in available().items():
+        label = info.get("label")
+        if name not in DATASETS and label and label != name:
+            out.update(dict.fromkeys((name, *info.get("aliases", ())), label))
+    return out
+
+
 def _cmd_report(args) -> int:
     from ..errors import BadFileError
     from ..io import atomic_write_json, recording_writes
+    from ..report.common import dataset_labels
     from ..report.run_set import check_versions, code_versions, stale_name, sweep
     from ..report.tables.appendix_tables import write_appendix
     from ..report.tables.paper_tables import PUBLISHED_DIR, write_extras, write_report
@@ -67,7 +83,7 @@ def _cmd_report(args) -> int:
     published = None if args.published == "none" else (args.published or PUBLISHED_DIR)
     before = set(out.rglob("*")) if out.is_dir() else set()
     try:
-        with recording_writes() as made:
+        with recording_writes() as made, dataset_labels(registered_labels()):
             written = _write_tables(args, out, published, versions, write_report, write_extras, write_appendix)
     except (ValueError, OSError, KeyboardInterrupt):
         _remove_new(out, before)
@@ -87,7 +103,8 @@ def _cmd_report(args) -> int:
     if args.claims:
         from ..report.claims import write_verdicts
 
-        write_verdicts(args.claims, out)
+        with dataset_labels(registered_labels()):
+            write_verdicts(args.claims, out)
         written["verdicts"] = "verdicts.csv"
     index = json.loads((out / "index.json").read_text()) if (out / "index.json").exists() else {}
     index["run"] = {"stages": args.stages, "files": sorted({*kept, *(p.name for p in rewritten)}),
@@ -185,12 +202,14 @@ def _cmd_compare(args) -> int:
 
 def _cmd_book(args) -> int:
     from ..report.book.build import build_book, committed_results
+    from ..report.common import dataset_labels
 
     report = args.report
     if report is None:
         report = committed_results(args.book)
         print(f"building from the committed result set {report} (pass --report DIR for another)")
-    html = build_book(report, args.book, args.out, strict=args.strict, claims_yaml=args.claims)
+    with dataset_labels(registered_labels()):
+        html = build_book(report, args.book, args.out, strict=args.strict, claims_yaml=args.claims)
     print(f"built {html}")
     return 0
 
@@ -200,6 +219,7 @@ def _cmd_appendix(args) -> int:
 
     from ..errors import BadFileError
     from ..io import atomic_write_json
+    from ..report.common import dataset_labels
     from ..report.tables.appendix_tables import write_appendix
 
     inputs = [*(args.grids or []), *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
@@ -208,7 +228,8 @@ def _cmd_appendix(args) -> int:
         raise BadFileError(f"appendix: input file(s) not found: {', '.join(missing)}")
     check_sidecars([], args.models or [], args.tuned or [])
     out = Path(args.out)
-    written = write_appendix(out, grids=args.grids or [], models=args.models or [], tuned=args.tuned or [])
+    with dataset_labels(registered_labels()):
+        written = write_appendix(out, grids=args.grids or [], models=args.models or [], tuned=args.tuned or [])
     index = out / "index.json"
     if index.exists():  # an existing report: list the new outputs next to the others
         meta = json.loads(index.read_text())

@@ -2,9 +2,10 @@
 
 from . import synthetic  # noqa: F401,E402  (registers the synthetic datasets)
 from .base import Dataset, stratified_val_split
-from .registry import available, load_dataset, register
+from .registry import available, family, load_dataset, register
 
-__all__ = ["Dataset", "available", "check_params", "load_dataset", "raw_files", "register", "stratified_val_split"]
+__all__ = ["Dataset", "available", "check_params", "family", "load_dataset", "raw_files", "register",
+           "stratified_val_split"]
 from . import consistency_datasets, tabular, vision  # noqa: F401,E402  (registers the real-data loaders)
 
 
@@ -17,7 +18,7 @@ def check_params(name: str, params: dict | None = None, fidelity: object = "refe
     parameter), for real data the parameter names are checked (their values when the data is loaded)."""
     params = dict(params or {})
     name = _canonical(name)
-    if available().get(name, {}).get("family") == "synthetic":
+    if family(name) == "synthetic":
         load_dataset(name, fidelity=fidelity, **params)
         return
     known = {"seed", "raw_dir", "cache_dir", "n_val"}
@@ -37,7 +38,7 @@ def raw_files(name: str, params: dict | None = None) -> list[str]:
     name = _canonical(name)
     if name in tabular.SPECS:
         spec = tabular.SPECS[name]
-        source = tabular._resolve_source(spec, params.get("source", "auto"), params.get("raw_dir"))
+        source = tabular.resolve_source(spec, params.get("source", "auto"), params.get("raw_dir"))
         return [spec.processed_file] if source == "taijadata_processed" else list(spec.raw_files)
     if name in consistency_datasets.SPECS:
         return list(consistency_datasets.SPECS[name].raw_files)

@@ -72,12 +72,12 @@ def load_dataset(name: str, **params: Any) -> Dataset:
         raise ConfigError(f"{err} (loader {where})") from None
 
 
-def family(name: str) -> str:
-    """The family of a dataset: the catalog's, else the one its loader registered (a user's dataset), else
-    :data:`ctbench.facts.DEFAULT_FAMILY`."""
+def family(name: str, default: str | None = DEFAULT_FAMILY) -> str | None:
+    """The family of a dataset (name or alias), decided here only: the catalog's, else the one its loader registered
+    (a user's dataset), else ``default`` (:data:`ctbench.facts.DEFAULT_FAMILY`)."""
     if name in DATASETS:
         return DATASETS[name].family
-    return _registered(name).get("family") or DEFAULT_FAMILY
+    return _registered(name).get("family") or default
 
 
 def label(name: str) -> str:

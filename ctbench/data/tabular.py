@@ -60,19 +60,19 @@ from ..fidelity import Fidelity, resolve_fidelity
 from . import files
 from .base import Dataset, stratified_val_split
 from .registry import register
-from .tabular_encoding import _encode, _Table
+from .tabular_encoding import RawTable, encode_table
 from .tabular_raw import (
     ADULT_CATS,
     UNDERSAMPLE_STREAM,
-    _read_adult,
-    _read_ch_processed,
-    _read_ch_raw,
-    _read_cred_processed,
-    _read_cred_raw,
-    _read_german,
-    _read_gmsc_processed,
-    _read_gmsc_raw,
-    _read_heloc,
+    read_adult,
+    read_ch_processed,
+    read_ch_raw,
+    read_cred_processed,
+    read_cred_raw,
+    read_german,
+    read_gmsc_processed,
+    read_gmsc_raw,
+    read_heloc,
 )
 
 #: Bump when the output of any loader here changes (part of every cache key).
@@ -100,9 +100,9 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
 class _Spec:
     name: str
     raw_files: tuple[str, ...]
-    read_raw: Callable[[Any, int], _Table]  # (raw_dir, seed) -> table
+    read_raw: Callable[[Any, int], RawTable]  # (raw_dir, seed) -> table
     processed_file: str | None = None
-    read_processed: Callable[[Any], _Table] | None = None
+    read_processed: Callable[[Any], RawTable] | None = None
     protected: tuple[str, ...] = ()
     cats_substring: tuple[str, ...] | None = None  # Adult: TaijaData's substring groups
     shuffle: bool = False  # German/HELOC: permute rows before the split
@@ -122,9 +122,9 @@ def _build(spec: _Spec, *, fid: Fidelity, seed: int, raw_dir: Any, n_val: int, s
     n = len(table.y)
     if spec.shuffle:
         perm = np.random.default_rng([seed, SHUFFLE_STREAM]).permutation(n)
-        table = _Table(table.frame.iloc[perm].reset_index(drop=True), table.y[perm], table.levels, table.labels)
+        table = RawTable(table.frame.iloc[perm].reset_index(drop=True), table.y[perm], table.levels, table.labels)
     n_tv = int(round(TRAIN_SHARE * n))
-    enc = _encode(table, n_tv)
+    enc = encode_table(table, n_tv)
     y = table.y.astype(np.int64)
     X_tv, y_tv = enc.X[:n_tv], y[:n_tv]
     X_te, y_te = enc.X[n_tv:], y[n_tv:]
@@ -172,7 +172,7 @@ def _build(spec: _Spec, *, fid: Fidelity, seed: int, raw_dir: Any, n_val: int, s
     )
 
 
-def _resolve_source(spec: _Spec, source: str, raw_dir: Any) -> str:
+def resolve_source(spec: _Spec, source: str, raw_dir: Any) -> str:
     if source not in ("auto", "processed", "raw"):
         raise ValueError(f"dataset {spec.name!r}: source must be 'auto', 'processed' or 'raw', got {source!r}")
     if spec.processed_file is None:
@@ -195,7 +195,7 @@ def _make_loader(spec: _Spec) -> Callable[..., Dataset]:
         fid = _fidelity(fidelity)
         seed = _check_int("seed", seed, 0)
         n_val = _check_int("n_val", p["n_val"], 0)
-        source = _resolve_source(spec, p["source"], raw_dir)
+        source = resolve_source(spec, p["source"], raw_dir)
         used = [spec.processed_file] if source == "taijadata_processed" else list(spec.raw_files)
         fid_key = {"mode": fid.mode, "domain_n_sigma": fid.domain_n_sigma}
         if spec.ct_dataset:
@@ -219,24 +219,24 @@ def _make_loader(spec: _Spec) -> Callable[..., Dataset]:
 # -- registry ----------------------------------------------------------------------------------------------------
 
 SPECS: dict[str, _Spec] = {s.name: s for s in [
-    _Spec("adult", ("adult/adult.data",), _read_adult, protected=("age",), cats_substring=ADULT_CATS,
+    _Spec("adult", ("adult/adult.data",), read_adult, protected=("age",), cats_substring=ADULT_CATS,
           paper_n_train=25049,
           description="UCI Adult, adult.data only, 26,049/6,512 rows, 108 features, not balanced"),
-    _Spec("california_housing", ("california_housing/cal_housing.data",), _read_ch_raw,
-          "taijadata_processed/cal_housing.csv", _read_ch_processed, protected=("HouseAge",),
+    _Spec("california_housing", ("california_housing/cal_housing.data",), read_ch_raw,
+          "taijadata_processed/cal_housing.csv", read_ch_processed, protected=("HouseAge",),
           paper_n_train=15504,
           description="California housing, value ≥ median, balanced, 16,504/4,126 rows, 8 features"),
-    _Spec("credit_default", ("credit_default/UCI_Credit_Card.csv",), _read_cred_raw,
-          "taijadata_processed/credit_default.csv", _read_cred_processed, protected=("AGE",),
+    _Spec("credit_default", ("credit_default/UCI_Credit_Card.csv",), read_cred_raw,
+          "taijadata_processed/credit_default.csv", read_cred_processed, protected=("AGE",),
           paper_n_train=9617,
           description="UCI credit default (1 = no default), balanced, 10,618/2,654 rows, 33 features"),
-    _Spec("gmsc", ("give_me_some_credit/cs-training.csv.gz",), _read_gmsc_raw,
-          "taijadata_processed/gmsc.csv", _read_gmsc_processed, protected=("age",),
+    _Spec("gmsc", ("give_me_some_credit/cs-training.csv.gz",), read_gmsc_raw,
+          "taijadata_processed/gmsc.csv", read_gmsc_processed, protected=("age",),
           paper_n_train=12371,
           description="Give Me Some Credit (1 = no delinquency), balanced, 13,371/3,343 rows, 10 features"),
-    _Spec("german_credit", ("german_credit/german.data",), _read_german, protected=("age",), shuffle=True,
+    _Spec("german_credit", ("german_credit/german.data",), read_german, protected=("age",), shuffle=True,
           ct_dataset=False, n_val=100, description="Statlog German credit (1 = good), 800/200 rows, one-hot"),
-    _Spec("heloc", ("heloc/heloc_dataset.csv",), _read_heloc, shuffle=True, ct_dataset=False,
+    _Spec("heloc", ("heloc/heloc_dataset.csv",), read_heloc, shuffle=True, ct_dataset=False,
           description="FICO HELOC (1 = Good) without all −9 rows, 7,897/1,974 rows, 23 features"),
 ]}
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 
 @dataclass
-class _Table:
+class RawTable:
     """A table in final row order: feature columns (original order), labels, categorical level orders."""
 
     frame: pd.DataFrame
@@ -35,7 +35,7 @@ class _Encoded:
     std: list[float]
 
 
-def _encode(table: _Table, n_fit: int) -> _Encoded:
+def encode_table(table: RawTable, n_fit: int) -> _Encoded:
     """Standardise numeric columns with statistics of the first ``n_fit`` rows; one-hot categoricals in place."""
     cols: list[np.ndarray] = []
     names: list[str] = []

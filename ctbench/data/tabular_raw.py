@@ -1,6 +1,6 @@
 """Reading and cleaning the raw files of the tabular datasets (reference §6.2 step 1), one reader per file.
 
-Each reader returns a :class:`~.tabular_encoding._Table` in final row order: the feature columns, the labels and the
+Each reader returns a :class:`~.tabular_encoding.RawTable` in final row order: the feature columns, the labels and the
 level order of every categorical column. ``*_raw`` readers rebuild the class-balanced tables from the original
 files with a seeded undersample (:func:`_undersample`); ``*_processed`` readers read the TaijaData tables. The
 pipeline that splits, encodes and caches the tables is :mod:`.tabular`.
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import files
-from .tabular_encoding import _Table
+from .tabular_encoding import RawTable
 
 #: Second entropy word of the undersampling RNG ``default_rng([seed, UNDERSAMPLE_STREAM])``.
 UNDERSAMPLE_STREAM = 2
@@ -72,7 +72,7 @@ def _adult_level_order(col: str, present: set[str]) -> list[str]:
     return sorted(present, key=lambda v: codes[v])
 
 
-def _read_adult(raw_dir: Any, seed: int) -> _Table:
+def read_adult(raw_dir: Any, seed: int) -> RawTable:
     path = files.raw_path("adult/adult.data", raw_dir)
     df = pd.read_csv(path, header=None, names=[*ADULT_COLUMNS, "income"], skipinitialspace=True,
                      skip_blank_lines=True)
@@ -84,7 +84,7 @@ def _read_adult(raw_dir: Any, seed: int) -> _Table:
     for col in ADULT_CATS:
         df[col] = df[col].astype(str).astype(object)
         levels[col] = _adult_level_order(col, set(df[col]))
-    return _Table(df, y, levels)
+    return RawTable(df, y, levels)
 
 
 # -- California housing ------------------------------------------------------------------------------------------
@@ -92,12 +92,12 @@ def _read_adult(raw_dir: Any, seed: int) -> _Table:
 CH_FEATURES = ["MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude", "Longitude"]
 
 
-def _read_ch_processed(raw_dir: Any) -> _Table:
+def read_ch_processed(raw_dir: Any) -> RawTable:
     df = pd.read_csv(files.raw_path("taijadata_processed/cal_housing.csv", raw_dir))
-    return _Table(df[CH_FEATURES].copy(), df["target"].to_numpy().astype(np.int64))
+    return RawTable(df[CH_FEATURES].copy(), df["target"].to_numpy().astype(np.int64))
 
 
-def _read_ch_raw(raw_dir: Any, seed: int) -> _Table:
+def read_ch_raw(raw_dir: Any, seed: int) -> RawTable:
     raw = pd.read_csv(files.raw_path("california_housing/cal_housing.data", raw_dir), header=None,
                       names=["longitude", "latitude", "housingMedianAge", "totalRooms", "totalBedrooms",
                              "population", "households", "medianIncome", "medianHouseValue"])
@@ -111,7 +111,7 @@ def _read_ch_raw(raw_dir: Any, seed: int) -> _Table:
     value = raw.medianHouseValue.to_numpy() / 1e5
     y = (value >= np.median(value)).astype(np.int64)
     df, y = _undersample(df, y, np.random.default_rng([seed, UNDERSAMPLE_STREAM]))
-    return _Table(df, y)
+    return RawTable(df, y)
 
 
 # -- credit default (Taiwan) -------------------------------------------------------------------------------------
@@ -119,19 +119,19 @@ def _read_ch_raw(raw_dir: Any, seed: int) -> _Table:
 CRED_LEVELS = {"SEX": [1, 2], "EDUCATION": [0, 1, 2, 3, 4, 5, 6], "MARRIAGE": [0, 1, 2, 3]}
 
 
-def _cred_table(df: pd.DataFrame, y: np.ndarray) -> _Table:
+def _cred_table(df: pd.DataFrame, y: np.ndarray) -> RawTable:
     for col in CRED_LEVELS:
         df[col] = df[col].astype(np.int64).astype(object)
-    return _Table(df, y, dict(CRED_LEVELS))
+    return RawTable(df, y, dict(CRED_LEVELS))
 
 
-def _read_cred_processed(raw_dir: Any) -> _Table:
+def read_cred_processed(raw_dir: Any) -> RawTable:
     df = pd.read_csv(files.raw_path("taijadata_processed/credit_default.csv", raw_dir))
     y = df.pop("target").to_numpy().astype(np.int64)
     return _cred_table(df, y)
 
 
-def _read_cred_raw(raw_dir: Any, seed: int) -> _Table:
+def read_cred_raw(raw_dir: Any, seed: int) -> RawTable:
     df = pd.read_csv(files.raw_path("credit_default/UCI_Credit_Card.csv", raw_dir))
     df = df.drop(columns=["ID"]).dropna()
     y = 1 - df.pop("default.payment.next.month").to_numpy().astype(np.int64)  # 1 = no default (positive outcome)
@@ -141,18 +141,18 @@ def _read_cred_raw(raw_dir: Any, seed: int) -> _Table:
 
 # -- Give Me Some Credit -----------------------------------------------------------------------------------------
 
-def _read_gmsc_processed(raw_dir: Any) -> _Table:
+def read_gmsc_processed(raw_dir: Any) -> RawTable:
     df = pd.read_csv(files.raw_path("taijadata_processed/gmsc.csv", raw_dir))
     y = df.pop("target").to_numpy().astype(np.int64)
-    return _Table(df, y)
+    return RawTable(df, y)
 
 
-def _read_gmsc_raw(raw_dir: Any, seed: int) -> _Table:
+def read_gmsc_raw(raw_dir: Any, seed: int) -> RawTable:
     df = pd.read_csv(files.raw_path("give_me_some_credit/cs-training.csv.gz", raw_dir))
     df = df.drop(columns=[df.columns[0]]).dropna().reset_index(drop=True)
     y = (df.pop("SeriousDlqin2yrs").to_numpy() == 0).astype(np.int64)  # 1 = no delinquency (positive outcome)
     df, y = _undersample(df, y, np.random.default_rng([seed, UNDERSAMPLE_STREAM]))
-    return _Table(df, y)
+    return RawTable(df, y)
 
 
 # -- German credit (Statlog) -------------------------------------------------------------------------------------
@@ -165,7 +165,7 @@ GERMAN_NUMERIC = {"duration", "credit_amount", "installment_rate", "residence_si
                   "num_dependents"}
 
 
-def _read_german(raw_dir: Any, seed: int) -> _Table:
+def read_german(raw_dir: Any, seed: int) -> RawTable:
     df = pd.read_csv(files.raw_path("german_credit/german.data", raw_dir), sep=r"\s+", header=None,
                      names=[*GERMAN_COLUMNS, "class"])
     y = (df.pop("class").to_numpy() == 1).astype(np.int64)  # 1 = good, 0 = bad
@@ -174,14 +174,14 @@ def _read_german(raw_dir: Any, seed: int) -> _Table:
         if col not in GERMAN_NUMERIC:
             df[col] = df[col].astype(str).astype(object)
             levels[col] = sorted(set(df[col]), key=lambda v: int(v[1:]))  # A40 < A41 < … < A49 < A410
-    return _Table(df, y, levels)
+    return RawTable(df, y, levels)
 
 
 # -- HELOC -------------------------------------------------------------------------------------------------------
 
-def _read_heloc(raw_dir: Any, seed: int) -> _Table:
+def read_heloc(raw_dir: Any, seed: int) -> RawTable:
     df = pd.read_csv(files.raw_path("heloc/heloc_dataset.csv", raw_dir))
     target = df.pop("RiskPerformance").astype(str)
     keep = ~(df == -9).all(axis=1).to_numpy()  # no credit-bureau record at all
     y = (target == "Good").to_numpy().astype(np.int64)[keep]
-    return _Table(df[keep].reset_index(drop=True), y)
+    return RawTable(df[keep].reset_index(drop=True), y)

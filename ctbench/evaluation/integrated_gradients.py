@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ctbench.evaluation.robustness import _as_x, _as_y, _device, eval_mode
+from ctbench.evaluation.robustness import as_x, as_y, eval_mode, model_device
 from ctbench.facts import ATTRIBUTION
 
 __all__ = [
@@ -106,8 +106,8 @@ def integrated_gradients(model, X, target, baseline, steps: int = 50, batch_size
     """
     if output not in ("logit", "prob"):
         raise ValueError(f"unknown output {output!r}; choose 'logit' or 'prob'")
-    dev = _device(model)
-    X = _as_x(X, dev)
+    dev = model_device(model)
+    X = as_x(X, dev)
     n = X.shape[0]
     if isinstance(baseline, str):
         baseline = make_baseline(X.cpu(), baseline, generator)
@@ -116,7 +116,7 @@ def integrated_gradients(model, X, target, baseline, steps: int = 50, batch_size
     if isinstance(target, (int, np.integer)):
         t = torch.full((n,), int(target), dtype=torch.long, device=dev)
     else:
-        t = _as_y(target, dev)
+        t = as_y(target, dev)
         if t.numel() == 1 and n != 1:
             t = t.expand(n)
     if t.shape[0] != n:
@@ -238,8 +238,8 @@ def ig_rounds(model, X, y, protected: Sequence[int] | np.ndarray, n_rounds: int 
     Returns a DataFrame with columns ``round`` (int, 0-based) and ``value`` (float); with ``return_indices=True``,
     the tuple ``(frame, indices)``.
     """
-    dev = _device(model)
-    X, y = _as_x(X, dev), _as_y(y, dev)
+    dev = model_device(model)
+    X, y = as_x(X, dev), as_y(y, dev)
     D = X[0].numel()
     prot = _protected_index(protected, D)
     if indices is None:
@@ -283,8 +283,8 @@ def class_attribution_maps(model, X, y, n_classes: int, steps: int = 50, baselin
     else ``(K, D)``. A class without samples gives a NaN map; a constant map gives zeros. Baselines are drawn per
     sample with ``torch.Generator().manual_seed(seed)`` (paper: random U(−1, 1), 50 steps).
     """
-    dev = _device(model)
-    X, y = _as_x(X, dev), _as_y(y, dev)
+    dev = model_device(model)
+    X, y = as_x(X, dev), as_y(y, dev)
     D = X[0].numel()
     shape = tuple(image_shape) if image_shape is not None else ((28, 28) if D == 784 else (D,))
     gen = torch.Generator().manual_seed(int(seed))

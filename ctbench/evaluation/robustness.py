@@ -35,18 +35,18 @@ Clamp = tuple[float | torch.Tensor, float | torch.Tensor] | None
 
 
 # --------------------------------------------------------------------------------------------------- helpers
-def _device(model: nn.Module | object) -> torch.device:
+def model_device(model: nn.Module | object) -> torch.device:
     try:
         return next(model.parameters()).device  # type: ignore[union-attr]
     except (AttributeError, StopIteration):
         return torch.device("cpu")
 
 
-def _as_x(X, device: torch.device) -> torch.Tensor:
+def as_x(X, device: torch.device) -> torch.Tensor:
     return torch.as_tensor(np.asarray(X) if not torch.is_tensor(X) else X, dtype=torch.float32).to(device)
 
 
-def _as_y(y, device: torch.device) -> torch.Tensor:
+def as_y(y, device: torch.device) -> torch.Tensor:
     y = torch.as_tensor(np.asarray(y) if not torch.is_tensor(y) else y)
     return y.reshape(-1).long().to(device)
 
@@ -98,8 +98,8 @@ def _ce_grad_sign(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def predict(model, X, batch_size: int | None = 8192) -> torch.Tensor:
     """Argmax class predictions ``(n,)`` (long, on the model's device)."""
-    dev = _device(model)
-    X = _as_x(X, dev)
+    dev = model_device(model)
+    X = as_x(X, dev)
     if len(X) == 0:
         return torch.empty(0, dtype=torch.long, device=dev)
     with eval_mode(model):
@@ -109,7 +109,7 @@ def predict(model, X, batch_size: int | None = 8192) -> torch.Tensor:
 def accuracy(model, X, y, batch_size: int | None = 8192) -> float:
     """Fraction of samples whose argmax prediction equals the label."""
     pred = predict(model, X, batch_size)
-    y = _as_y(y, pred.device)
+    y = as_y(y, pred.device)
     return float((pred == y).float().mean()) if len(y) else float("nan")
 
 
@@ -149,7 +149,7 @@ def macro_f1(model, X, y, n_classes: int | None = None, batch_size: int | None =
     scores 0. ``n_classes`` is accepted for API symmetry and only restricts the considered labels to ``[0, K)``.
     """
     pred = predict(model, X, batch_size).cpu().numpy()
-    return _macro_f1_from_labels(_as_y(y, torch.device("cpu")).numpy(), pred, n_classes)
+    return _macro_f1_from_labels(as_y(y, torch.device("cpu")).numpy(), pred, n_classes)
 
 
 # --------------------------------------------------------------------------------------------------- attacks
@@ -159,8 +159,8 @@ def fgsm(model, X, y, eps: float, clamp: Clamp = None) -> torch.Tensor:
     No clamping to the data domain by default (reference §11.19); ``clamp=(lo, hi)`` (scalars or per-feature
     tensors) clamps the result. Returns a detached tensor on the model's device.
     """
-    dev = _device(model)
-    X, y = _as_x(X, dev), _as_y(y, dev)
+    dev = model_device(model)
+    X, y = as_x(X, dev), as_y(y, dev)
     with eval_mode(model):
         x_adv = X + float(eps) * _ce_grad_sign(model, X, y)
     return _clamp(x_adv, _bounds(clamp, X)).detach()
@@ -177,8 +177,8 @@ def pgd(model, X, y, eps: float, step: float = 0.01, n_steps: int = 40, random_s
     ``generator`` (global RNG when ``None``) as ``ε·(2u − 1)``, ``u ~ U(0, 1)``, so that one seed gives the same
     draws on every device. ``eps = 0`` returns ``X`` unchanged.
     """
-    dev = _device(model)
-    X0, y = _as_x(X, dev), _as_y(y, dev)
+    dev = model_device(model)
+    X0, y = as_x(X, dev), as_y(y, dev)
     eps = float(eps)
     bounds = _bounds(clamp, X0)
     lo, hi = X0 - eps, X0 + eps
@@ -215,8 +215,8 @@ def robustness_curve(model, X, y, eps_grid: Sequence[float] | np.ndarray | None 
     unknown = set(attacks) - {"fgsm", "pgd"}
     if unknown:
         raise ValueError(f"unknown attack(s) {sorted(unknown)}; choose from ['fgsm', 'pgd']")
-    dev = _device(model)
-    X, y = _as_x(X, dev), _as_y(y, dev)
+    dev = model_device(model)
+    X, y = as_x(X, dev), as_y(y, dev)
     n = len(X)
     correct = {(a, i): 0 for a in attacks for i in range(len(eps_grid))}
     gens = {i: torch.Generator().manual_seed(int(seed)) for i in range(len(eps_grid))}

@@ -11,7 +11,7 @@ import torch
 
 from ..facts import ATTRIBUTION
 from ..io import provenance
-from .evaluation import _model_meta, _per_model, load_models
+from .evaluation import load_models, model_meta, per_model
 from .final_training import models_of
 
 
@@ -41,9 +41,9 @@ def run(job: dict[str, Any]) -> pd.DataFrame:
         raise ValueError(f"dataset {data.name!r} has no protected features to attribute")
     X = torch.as_tensor(data.X_test)
     y = torch.as_tensor(data.y_test)
-    df = _per_model(models, data, experiment, lambda m: ig_rounds(
+    df = per_model(models, data, experiment, lambda m: ig_rounds(
         m, X, y, data.protected, n_rounds=n_rounds, n_samples=n_samples, seed=seed, steps=steps))
     df.attrs["meta"] = {"kind": "integrated_gradients", "dataset": data.name, "experiment": experiment,
                         "n_rounds": n_rounds, "n_samples": n_samples, "steps": steps, "seed": seed,
-                        "protected": data.protected, "models": _model_meta(models), "provenance": provenance()}
+                        "protected": data.protected, "models": model_meta(models), "provenance": provenance()}
     return df

@@ -83,7 +83,8 @@ def training_time(which: str, device: str = "cpu", epochs: int = 100) -> dict[st
 
 def evaluation_time(dataset: str, epochs: int = 100, n_runs: int = 100) -> dict[str, Any]:
     """Wall time of the paper's full counterfactual evaluation of one CT model (5 λ × n_runs × n_individuals)."""
-    from ..data import available, load_dataset
+    from ..data import load_dataset
+    from ..data.registry import family
     from ..evaluation.protocol import EvalProtocol, evaluate_counterfactuals
     from ..paper_settings import model_config
     from ..training.pipeline import train_from_config
@@ -91,8 +92,7 @@ def evaluation_time(dataset: str, epochs: int = 100, n_runs: int = 100) -> dict[
     data = load_dataset(dataset)
     cfg = model_config(dataset, "single", "full", epochs=epochs, threads=torch.get_num_threads())
     ct = train_from_config(cfg, data=data)
-    family = available()[dataset]["family"]
-    protocol = EvalProtocol.reference(family, n_runs=n_runs)
+    protocol = EvalProtocol.reference(family(dataset), n_runs=n_runs)
     t0 = time.perf_counter()
     df = evaluate_counterfactuals({"CT": ct}, data.X_test, data.y_test, protocol, ct.fidelity,
                                   n_classes=data.n_classes, categorical_groups=data.categorical_groups,

@@ -197,7 +197,7 @@ def _members(part: str, dataset: str, seed: int, s: dict[str, Any], plan_n_train
     from ..models import build_model
     from ..paper_settings import model_config
     from ..training import Objective, TrainParams
-    from ..training.pipeline import _prepare
+    from ..training.pipeline import prepare_training
     from ..training.population import Member
 
     if part == "black2022":
@@ -223,12 +223,12 @@ def _members(part: str, dataset: str, seed: int, s: dict[str, Any], plan_n_train
         def cfg(sd: int, objective=objective) -> dict:
             return model_config(dataset, "single", objective, sd, epochs=s["epochs"], data_params=s["data_params"])
 
-        p = _prepare(cfg(seed), None if first is None else first.data)
+        p = prepare_training(cfg(seed), None if first is None else first.data)
         first = first or p
         plan = plan_n_train(len(p.data.y_train))
 
         def make_rs(sd: int, cfg=cfg, data=first.data) -> Member:
-            q = _prepare(cfg(sd), data)
+            q = prepare_training(cfg(sd), data)
             return Member(q.model, q.objective, q.params, q.generator, q.conv)
 
         base = Member(p.model, p.objective, p.params, p.generator, p.conv)

@@ -58,7 +58,7 @@ def write(df: pd.DataFrame, out: str | Path) -> Path:
     return write_frame(df, out)
 
 
-def _model_meta(models: dict[str, TrainedModel]) -> dict[str, Any]:
+def model_meta(models: dict[str, TrainedModel]) -> dict[str, Any]:
     return {n: {"objective": m.meta.get("objective_effective"), "seed": m.meta.get("seed"),
                 "provenance": m.meta.get("provenance"), "acc_test": m.meta.get("acc_test")}
             for n, m in models.items()}
@@ -119,14 +119,14 @@ def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
     df.insert(2, "seed", seeds.pop() if len(seeds) == 1 else -1)
     perf = performance(models, data.X_test, data.y_test, data.n_classes)
     sidecar = {"kind": "counterfactual_evaluation", "dataset": data.name, "experiment": experiment,
-               "protocol": protocol.to_dict(), "fidelity": fid.to_dict(), "models": _model_meta(models),
+               "protocol": protocol.to_dict(), "fidelity": fid.to_dict(), "models": model_meta(models),
                "performance": perf.to_dict(orient="records"), "seconds": time.perf_counter() - t0,
                "n_rows": len(df), "provenance": provenance()}
     df.attrs["meta"] = sidecar
     return df
 
 
-def _per_model(models: dict[str, TrainedModel], data: Any, experiment: str, frame_of) -> pd.DataFrame:
+def per_model(models: dict[str, TrainedModel], data: Any, experiment: str, frame_of) -> pd.DataFrame:
     """``frame_of(model)`` for every model on the test split, tagged with dataset, experiment, model, objective."""
     frames = []
     for name, m in models.items():

@@ -71,13 +71,6 @@ def _fmt(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def _family(dataset: str) -> str:
-    from ..data import available
-
-    info = available().get(dataset)
-    if info is None:
-        raise ValueError(f"dataset {dataset!r} is not registered; known: {sorted(available())}")
-    return info["family"]
 
 
 _NO_STATS = {"pm": math.nan, "significant": pd.NA, "seed_lb": math.nan, "seed_ub": math.nan,
@@ -226,6 +219,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
     dataset whose files are missing gives rows of NaN with a ``note`` saying why (the run is skipped, not failed).
     """
     from ..data import load_dataset
+    from ..data.registry import family as dataset_family
     from ..evaluation.protocol import EvalProtocol, evaluate_counterfactuals, performance
     from ..fidelity import resolve_fidelity
     from ..paper_settings import model_config
@@ -238,7 +232,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
         raise ValueError(f"fidelity study: training seeds must be distinct, got {list(seeds)}")
     spec = SWITCHES[switch]
     dataset = dataset or spec.datasets[0]
-    family = _family(dataset)
+    family = dataset_family(dataset)
     epochs = int(epochs) if epochs is not None else (QUICK["epochs"] if quick else None)
     n_runs = int(n_runs) if n_runs is not None else (QUICK["n_runs"] if quick else 100)
     protocol_base = EvalProtocol.reference(family, constrained=spec.experiment == "mutability", n_runs=n_runs,

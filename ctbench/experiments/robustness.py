@@ -10,7 +10,7 @@ import pandas as pd
 import torch
 
 from ..io import provenance
-from .evaluation import _model_meta, _per_model, load_models
+from .evaluation import load_models, model_meta, per_model
 from .final_training import models_of
 
 
@@ -33,9 +33,9 @@ def run(job: dict[str, Any]) -> pd.DataFrame:
     models, data = load_models([f"{n}={p}" for n, p in job["models"].items()])
     X = torch.as_tensor(data.X_test)
     y = torch.as_tensor(data.y_test)
-    df = _per_model(models, data, experiment,
+    df = per_model(models, data, experiment,
                     lambda m: robustness_curve(m, X, y, eps_grid=job.get("eps_grid"), seed=seed))
     df.attrs["meta"] = {"kind": "robustness", "dataset": data.name, "experiment": experiment, "seed": seed,
-                        "models": _model_meta(models), "fidelity": next(iter(models.values())).fidelity.to_dict(),
+                        "models": model_meta(models), "fidelity": next(iter(models.values())).fidelity.to_dict(),
                         "provenance": provenance()}
     return df

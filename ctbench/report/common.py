@@ -1,10 +1,15 @@
-"""Helpers every part of the report shares, each defined once: the paper's dataset labels and order, reading a
-report table, the "not yet run" note, and reading a yes/no cell."""
+"""Helpers every part of the report shares, each defined once: the datasets' labels (the paper's, and those a
+plugin registered, passed in by ``ctbench report``) and the paper's order, reading a report table, the "not yet run"
+note, and reading a yes/no cell."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pandas as pd
@@ -14,13 +19,36 @@ from ..facts import AVERAGE, PAPER_LABELS, PAPER_ORDER
 #: the paper's dataset labels in its order, then the average row
 PAPER_ROWS = (*PAPER_ORDER, AVERAGE)
 
+#: labels of datasets outside the paper (a plugin's ``label=``), set by :func:`dataset_labels`; the report layer does
+#: not import the registry, so the command that builds a report looks them up and passes them in
+_EXTRA_LABELS: ContextVar[Mapping[str, str]] = ContextVar("ctbench_dataset_labels",
+                                                        default=MappingProxyType({}))
+
+
+@contextmanager
+def dataset_labels(labels: Mapping[str, str]) -> Iterator[None]:
+    """Within the block every table, figure and verdict shows a dataset of ``labels`` (name → label) under its label;
+    the paper's datasets keep the paper's labels whatever ``labels`` says."""
+    token = _EXTRA_LABELS.set({**_EXTRA_LABELS.get(), **labels})
+    try:
+        yield
+    finally:
+        _EXTRA_LABELS.reset(token)
+
+
+def dataset_label(name: str) -> str:
+    """The label a dataset shows under: the paper's, else the one passed in by :func:`dataset_labels`, else its
+    name."""
+    label = PAPER_LABELS.get(name)
+    return label if label is not None else _EXTRA_LABELS.get().get(name, name)
+
 
 def with_labels(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with its ``dataset`` names replaced by the paper's labels (names without one stay as they are).
+    """``df`` with its ``dataset`` names replaced by their labels (:func:`dataset_label`; names without one stay).
 
     A new frame either way, its columns shared until written (pandas copy-on-write): callers may set columns on it
     without touching the caller's frame, and a 34M-row evaluation frame is not copied."""
-    labels = {d: PAPER_LABELS.get(d, d) for d in df["dataset"].unique()}
+    labels = {d: dataset_label(d) for d in df["dataset"].unique()}
     if all(k == v for k, v in labels.items()):
         return df.copy(deep=False)
     return df.assign(dataset=df["dataset"].map(labels))
@@ -28,12 +56,12 @@ def with_labels(df: pd.DataFrame) -> pd.DataFrame:
 
 def paper_sorted(df: pd.DataFrame, *, relabel: bool = False, reset_index: bool = False) -> pd.DataFrame:
     """Rows in the paper's dataset order (:data:`PAPER_ROWS`; other datasets after them, in their order), stable.
-    ``relabel`` first maps dataset names to the paper's labels; a frame without a ``dataset`` column is returned
-    as is."""
+    ``relabel`` first maps dataset names to their labels (:func:`dataset_label`); a frame without a ``dataset``
+    column is returned as is."""
     if "dataset" not in df.columns:
         return df
     if relabel:
-        df = df.assign(dataset=df["dataset"].map(lambda d: PAPER_LABELS.get(d, d)))
+        df = df.assign(dataset=df["dataset"].map(dataset_label))
     rank = {d: i for i, d in enumerate(PAPER_ROWS)}
     out = df.sort_values("dataset", key=lambda s: s.map(lambda d: rank.get(d, len(rank))), kind="stable")
     return out.reset_index(drop=True) if reset_index else out

@@ -91,7 +91,7 @@ def leave_one_out_members(make: Any, n_rows: int, left_out: Sequence[int]) -> li
     return members
 
 
-def _validate(members: Sequence[Member], n_rows: int) -> list[torch.Tensor | None]:
+def validate_members(members: Sequence[Member], n_rows: int) -> list[torch.Tensor | None]:
     if not members:
         raise ValueError("train_population: no members")
     names = [m.name or str(i) for i, m in enumerate(members)]
@@ -124,7 +124,7 @@ def _validate(members: Sequence[Member], n_rows: int) -> list[torch.Tensor | Non
     return rows
 
 
-def _group_key(m: Member, n_rows: int) -> tuple:
+def group_key(m: Member, n_rows: int) -> tuple:
     """Members with equal keys train as one program. Besides the program's shape (architecture, batch size, epochs)
     the key holds what decides a member's rows per mini-batch — its training rows, and whether it has counterfactual
     tuples, how many (nce) and from which epoch (burn-in) — so that no member's sums run over rows padded for another

@@ -177,7 +177,7 @@ def effective_objective(cfg: dict[str, Any], fid: Fidelity, family: str | None) 
 
 
 @dataclass
-class _Prepared:
+class PreparedTraining:
     """A resolved training config with everything built from it (model, objective, generator, constraints...)."""
 
     cfg: dict[str, Any]
@@ -194,9 +194,11 @@ class _Prepared:
     conv: Convergence
 
 
-def _prepare(config: dict[str, Any] | None, data=None, progress: bool = False, vaes: dict | None = None) -> _Prepared:
+def prepare_training(config: dict[str, Any] | None, data=None, progress: bool = False,
+                     vaes: dict | None = None) -> PreparedTraining:
     """Resolve ``config`` and build its parts; ``vaes`` caches trained VAEs by (dataset, VAE config)."""
-    from ..data import available, load_dataset
+    from ..data import load_dataset
+    from ..data.registry import family as dataset_family
 
     cfg, fid = check_train_config(config)
     if data is None:
@@ -207,7 +209,7 @@ def _prepare(config: dict[str, Any] | None, data=None, progress: bool = False, v
             f"dataset {cfg['data']['name']!r} (data.params {cfg['data']['params']}): the training split has one class "
             f"only (class {classes[0] if len(classes) else '-'} in all {len(data.y_train)} rows): a classifier needs "
             "at least two classes. Check the dataset and its size parameters (e.g. n_train, n_draws).")
-    family = available().get(cfg["data"]["name"], {}).get("family") or data.meta.get("family")
+    family = dataset_family(cfg["data"]["name"], default=data.meta.get("family"))
     cons = _constraints_for(cfg, data)
     objective, notes = effective_objective(cfg, fid, family)
     model = build_model(cfg["model"], data.n_features, data.n_classes, seed=cfg["seed"])
@@ -224,10 +226,10 @@ def _prepare(config: dict[str, Any] | None, data=None, progress: bool = False, v
     generator = make_generator(cfg["generator"], fid, vae=vae) if objective.needs_counterfactuals else None
     params = TrainParams(seed=cfg["seed"], **cfg["training"])
     conv = Convergence(**cfg["convergence"])
-    return _Prepared(cfg, fid, data, family, cons, objective, notes, model, vae, generator, params, conv)
+    return PreparedTraining(cfg, fid, data, family, cons, objective, notes, model, vae, generator, params, conv)
 
 
-def _trained(p: _Prepared, model: nn.Module, log: pd.DataFrame, seconds: float,
+def _trained(p: PreparedTraining, model: nn.Module, log: pd.DataFrame, seconds: float,
              population: dict[str, Any] | None = None, failure: str | None = None) -> TrainedModel:
     data, cfg = p.data, p.cfg
     with torch.no_grad():
@@ -249,7 +251,7 @@ def _trained(p: _Prepared, model: nn.Module, log: pd.DataFrame, seconds: float,
 
 def train_from_config(config: dict[str, Any] | None = None, *, data=None, progress: bool = False) -> TrainedModel:
     """Resolve ``config``, load the data, train, and return a :class:`TrainedModel` (not yet saved)."""
-    p = _prepare(config, data, progress)
+    p = prepare_training(config, data, progress)
     torch.set_num_threads(int(p.cfg["threads"]))
     t0 = time.perf_counter()
     try:
@@ -275,7 +277,7 @@ class FailedTraining:
     log: pd.DataFrame
 
 
-def _program_key(p: _Prepared) -> str:
+def _program_key(p: PreparedTraining) -> str:
     """Members with equal keys share data, fidelity, constraints and device, so one population can train them."""
     c = p.cfg
     return json.dumps([c["data"], p.fid.to_dict(), p.cons.to_dict(), c["device"]], sort_keys=True, default=str)
@@ -298,7 +300,7 @@ def train_population_from_configs(configs: dict[str, dict[str, Any]] | list[dict
     named = dict(configs) if isinstance(configs, dict) else {str(i): c for i, c in enumerate(configs)}
     if not named:
         raise ConfigError("train_population_from_configs: no configs")
-    prepared: dict[str, _Prepared] = {}
+    prepared: dict[str, PreparedTraining] = {}
     vaes: dict = {}
     datasets: dict[str, Any] = {}
     same_as: dict[str, str] = {}   # a config identical to an earlier one trains once (e.g. single/full = ablation/full)
@@ -312,7 +314,7 @@ def train_population_from_configs(configs: dict[str, dict[str, Any]] | list[dict
                 continue
             first_of[ckey] = name
             dkey = json.dumps([cfg["data"], cfg["fidelity"], cfg["fidelity_overrides"]], sort_keys=True)
-            p = _prepare(cfg, data if data is not None else datasets.get(dkey), progress, vaes)
+            p = prepare_training(cfg, data if data is not None else datasets.get(dkey), progress, vaes)
         except (ConfigError, ValueError) as err:
             raise ConfigError(f"member {name!r}: {err}") from err
         datasets[dkey] = p.data

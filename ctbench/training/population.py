@@ -37,8 +37,8 @@ import torch
 from ..constraints import Constraints
 from ..fidelity import Fidelity, resolve_fidelity
 from .health import TrainingFailedError
-from .members import Member, MemberResult, _group_key, _validate, leave_one_out_members, seed_members
-from .population_run import _PopulationRun
+from .members import Member, MemberResult, group_key, leave_one_out_members, seed_members, validate_members
+from .population_run import PopulationRun
 from .population_search import PER_MEMBER_SEARCH_FLOATS
 from .trainer import train, training_tensors
 
@@ -61,11 +61,11 @@ def train_population(members: Sequence[Member], X_train: Any, y_train: Any, *, c
     fid = resolve_fidelity(fidelity)
     device = torch.device(device)
     X, y, Xv, yv, K = training_tensors(X_train, y_train, X_val, y_val, n_classes, device, dtype)
-    rows = _validate(members, X.shape[0])
+    rows = validate_members(members, X.shape[0])
     cons = constraints or Constraints(X.shape[1])
     groups: dict[tuple, list[int]] = {}
     for i, m in enumerate(members):
-        groups.setdefault(_group_key(m, X.shape[0]), []).append(i)
+        groups.setdefault(group_key(m, X.shape[0]), []).append(i)
     results: list[MemberResult | None] = [None] * len(members)
     for key, idx in groups.items():
         t0 = time.perf_counter()
@@ -74,7 +74,7 @@ def train_population(members: Sequence[Member], X_train: Any, y_train: Any, *, c
             results[i] = _train_single(members[i], rows[i], X, y, cons, fid, Xv, yv, K, device, dtype, progress)
             results[i].population_seconds = time.perf_counter() - t0
             continue
-        group = _PopulationRun([members[i] for i in idx], [rows[i] for i in idx], X, y, cons, fid, Xv, yv, K, dtype)
+        group = PopulationRun([members[i] for i in idx], [rows[i] for i in idx], X, y, cons, fid, Xv, yv, K, dtype)
         group.log_accuracy = log_accuracy
         for i, res in zip(idx, group.run(progress), strict=True):
             res.population_size, res.population_seconds = len(idx), time.perf_counter() - t0

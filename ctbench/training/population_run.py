@@ -1,6 +1,6 @@
 """The stacked training loop of one population group: the epoch loop of :func:`.trainer.train` with a member axis
 on every tensor (stacked weights, one forward/backward per mini-batch, one masked Adam step, health checks per
-member). The epoch's search is :class:`.population_search._EpochSearch`; the mini-batch loss and its gradient are
+member). The epoch's search is :class:`.population_search.EpochSearch`; the mini-batch loss and its gradient are
 :mod:`.population_loss`."""
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from ..stacked import StackedMLP
 from .health import growth_message, learning_message
 from .members import MemberResult
 from .population_loss import batch_forward, batch_grad
-from .population_search import _EpochSearch
+from .population_search import EpochSearch
 from .trainer import PositiveSampler
 
 _PARTS = ("clf", "div", "reg", "adv")
 
 
-class _PopulationRun(_EpochSearch):
+class PopulationRun(EpochSearch):
     """One stackable group: the epoch loop of ``trainer.train`` with a member axis on every tensor."""
 
     def __init__(self, members, rows, X, y, cons, fid, Xv, yv, K, dtype):

@@ -1,6 +1,6 @@
 """The batched per-epoch counterfactual search of a population (reference §1.3 with a member axis): factuals,
 targets and one search per search space, split into each member's mini-batch groups. A mixin of
-:class:`.population_run._PopulationRun`, whose state it reads."""
+:class:`.population_run.PopulationRun`, whose state it reads."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from .trainer import sample_targets
 PER_MEMBER_SEARCH_FLOATS = 1 << 17
 
 
-class _EpochSearch:
-    """The epoch's counterfactuals of :class:`.population_run._PopulationRun` (set up by its ``__init__``)."""
+class EpochSearch:
+    """The epoch's counterfactuals of :class:`.population_run.PopulationRun` (set up by its ``__init__``)."""
 
     def _epoch_counterfactuals(self, active: list[int]):
         """Reference §1.3 for the members in ``active``, batched; returns per-batch padded tensors for all G."""

@@ -11,7 +11,7 @@ from ...paper_settings import model_config
 from .definitions import GRIDS, NOTE1, PARAMS, baseline_key, baseline_keys, grid_points
 
 
-def _step_applied(apply_step_size: bool | None, fidelity: str, fidelity_overrides: dict[str, Any] | None) -> bool:
+def step_size_applied(apply_step_size: bool | None, fidelity: str, fidelity_overrides: dict[str, Any] | None) -> bool:
     if apply_step_size is not None:
         return bool(apply_step_size)
     from ...fidelity import resolve_fidelity
@@ -47,7 +47,7 @@ def point_config(name: str, point: dict[str, Any], dataset: str, seed: int = 0, 
     settings = dict(point["settings"])
     if epochs_override is not None and "epochs" not in varied:
         settings["epochs"] = int(epochs_override)
-    step_applied = _step_applied(apply_step_size, fidelity, fidelity_overrides)
+    step_applied = step_size_applied(apply_step_size, fidelity, fidelity_overrides)
     dotted = _dotted_settings(settings, step_applied=step_applied)
     dotted.update(overrides or {})
     return model_config(dataset, "single", objective, seed, fidelity=fidelity, fidelity_overrides=fidelity_overrides,
@@ -76,7 +76,7 @@ def baseline_config(name: str, key_or_point: str | dict[str, Any], dataset: str,
     return point_config(name, bl_point, dataset, seed, fidelity, epochs_override, objective="vanilla", **kw)
 
 
-def _effective_step(cfg: dict[str, Any], fid) -> float:
+def effective_step(cfg: dict[str, Any], fid) -> float:
     s = cfg["generator"].get("step_size")
     return float(s) if s is not None else float(fid.ce_step_size)
 

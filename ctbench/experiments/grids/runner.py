@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .configs import _effective_step, _step_applied, point_config
+from .configs import effective_step, point_config, step_size_applied
 from .definitions import GRID_EVAL, GRIDS, baseline_key, chunks, find_points, grid_points
 
 
@@ -183,7 +183,7 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
             "lambda_reg": ct.meta["objective_effective"].get("lambda_reg"),
             "burnin": c["training"]["burnin"], "nce": c["training"]["nce"], "epochs": c["training"]["epochs"],
             "batch_size": c["training"]["batch_size"], "step_size": point["settings"].get("step_size"),
-            "step_size_effective": _effective_step(c, fid),
+            "step_size_effective": effective_step(c, fid),
             "acc_test_ct": ct.meta.get("acc_test"), "acc_test_bl": bl.meta.get("acc_test"),
             "f1_test_ct": macro_f1(ct.model, data.X_test, data.y_test, n_classes=data.n_classes), "f1_test_bl": f1_bl,
             "train_seconds": ct.meta.get("train_seconds"), "eval_seconds": eval_seconds,
@@ -201,7 +201,8 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
         "kind": "grid_chunk", "grid": name, "note": GRIDS[name]["note"], "dataset": dataset, "seed": int(seed),
         "points": [p["id"] for p in pts], "point_settings": {p["id"]: p["settings"] for p in pts},
         "grid_overrides": grid_overrides or {}, "configs": configs, "protocol": protocol.to_dict(),
-        "fidelity": fid.to_dict(), "step_size_applied": _step_applied(apply_step_size, fidelity, fidelity_overrides),
+        "fidelity": fid.to_dict(),
+        "step_size_applied": step_size_applied(apply_step_size, fidelity, fidelity_overrides),
         "baseline": {"path": str(baseline_model_path), "config": bl.config, "acc_test": bl.meta.get("acc_test"),
                      "provenance": bl.meta.get("provenance")},
         "seconds": seconds, "failures": failures, "wall_seconds": time.perf_counter() - t_start,

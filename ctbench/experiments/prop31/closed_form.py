@@ -258,7 +258,7 @@ def _fit_many(datas: Sequence[SimData], protect: Sequence[bool], cfg: TrainConfi
     return _fit_batch(X, i_f, i_p, t, torch.as_tensor(list(protect), dtype=torch.bool), cfg)
 
 
-def _fit_arms(datas: Sequence[SimData], cfg: TrainConfig, arms: Sequence[str] = ("u", "p", "bl")) -> list[dict]:
+def fit_arms(datas: Sequence[SimData], cfg: TrainConfig, arms: Sequence[str] = ("u", "p", "bl")) -> list[dict]:
     """Fit every data set in each arm (``u`` unprotected, ``p`` protected, ``bl`` baseline); one output per arm."""
     out = {}
     ct = [a for a in arms if a in ("u", "p")]
@@ -276,7 +276,7 @@ def _fit_arms(datas: Sequence[SimData], cfg: TrainConfig, arms: Sequence[str] = 
 def coefficient_paths(setting: Setting, seeds: Iterable[int], cfg: TrainConfig | None = None) -> dict:
     """Coefficient paths w(t) per arm: ``{"iters": (R,), "u"|"p"|"bl": (S, R, D), "setting": setting}``."""
     cfg = cfg or TrainConfig()
-    outs = _fit_arms([simulate(setting, s) for s in seeds], cfg, ARMS)
+    outs = fit_arms([simulate(setting, s) for s in seeds], cfg, ARMS)
     return {"iters": outs[0]["iters"].numpy(), "setting": setting,
             **{a: o["path"].numpy() for a, o in zip(ARMS, outs, strict=True)}}
 

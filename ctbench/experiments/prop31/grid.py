@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .closed_form import ARMS, TrainConfig, _fit_arms, relative_sensitivity
+from .closed_form import ARMS, TrainConfig, fit_arms, relative_sensitivity
 from .simulation import IMM, MUT, Setting, check_assumptions, simulate
 
 
@@ -56,7 +56,7 @@ def _run_grid(grid: list[Setting], seeds: list[int], cfg: TrainConfig, checkpoin
         for start in range(0, len(group), chunk):
             part = group[start:start + chunk]
             datas = [simulate(s, seed) for _, s, seed in part]
-            outs = _fit_arms(datas, cfg, arms)
+            outs = fit_arms(datas, cfg, arms)
             iters = outs[0]["iters"].tolist()
             missing = [a for a in at if a not in iters]
             if missing:

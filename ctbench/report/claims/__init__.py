@@ -24,10 +24,10 @@ from typing import Any
 import pandas as pd
 
 from ...facts import VERSION_LABELS
+from ..common import dataset_label
 from .rules import RULE_FUNCTIONS, Missing, NotComputable, fmt
 from .schema import (
     BLACK_DATASETS,
-    DATASET_LABELS,
     NOT_COMPUTABLE,
     NOT_REPRODUCED,
     NOT_YET_RUN,
@@ -63,7 +63,7 @@ def _read(report_dir: Path, name: str, cache: dict, black: bool = False) -> pd.D
             if black:
                 df = df[df["dataset"].isin(BLACK_DATASETS)].reset_index(drop=True)
             else:
-                df["dataset"] = df["dataset"].map(lambda d: DATASET_LABELS.get(d, d))
+                df["dataset"] = df["dataset"].map(dataset_label)
                 df = df[df["dataset"].isin([*PAPER_DATASETS, "Avg."])].reset_index(drop=True)
         cache[key] = df
     return cache[key]
@@ -167,7 +167,7 @@ def training_times(sidecars: list[str | Path]) -> pd.DataFrame:
         ds = ds.get("name") if isinstance(ds, dict) else ds
         obj = meta.get("objective_effective") or (meta.get("config") or {}).get("objective") or {}
         obj = obj.get("name") if isinstance(obj, dict) else obj
-        rows.append({"dataset": DATASET_LABELS.get(ds, ds), "objective": obj,
+        rows.append({"dataset": dataset_label(ds), "objective": obj,
                      "experiment": meta.get("experiment", ""), "seed": meta.get("seed"),
                      "train_seconds": meta.get("train_seconds"), "grad_evals": grad_evals, "path": str(p)})
     return pd.DataFrame(rows, columns=["dataset", "objective", "experiment", "seed", "train_seconds", "grad_evals",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...facts import BLACK2022_ORDER, PAPER_LABELS, PAPER_ORDER
+from ...facts import BLACK2022_ORDER, PAPER_ORDER
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_YET_RUN = "reproduced", "partly", "not reproduced", "not yet run"
 #: the experiment ran but the value is withheld (e.g. MNIST IP*: too few counterfactuals per MMD group); the note
@@ -34,8 +34,6 @@ MAX_PARTLY_TOLERANCE = {"abs": 50.0, "rel": 1.0}
 PAPER_DATASETS = PAPER_ORDER
 #: the datasets of Black et al.'s Table 1 (their labels): ``black2022`` claims are judged on these rows only
 BLACK_DATASETS = BLACK2022_ORDER
-#: dataset names of the evaluation outputs → the paper's labels
-DATASET_LABELS = PAPER_LABELS
 
 _REQUIRED = {"id", "text", "source", "rule", "file", "published"}
 _COMMON = _REQUIRED | {"note", "versions", "headline"}

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ...experiments.grids import GRIDS, epochs_path
 from ...io import save_figure
+from ..common import dataset_label
 from .style import palette, styled
 
 #: column of each grid parameter in a chunk CSV, and its axis label
@@ -86,7 +87,7 @@ def plot_change(df: pd.DataFrame, grid: str, metric: str, path: str | Path) -> l
             if i == len(datasets) - 1:
                 ax.set_xlabel(PARAM_LABELS.get(p, p))
             if j == 0:
-                ax.set_ylabel(f"{ds}\n{METRIC_LABELS.get(metric, col)}")
+                ax.set_ylabel(f"{dataset_label(ds)}\n{METRIC_LABELS.get(metric, col)}")
     if hue:
         handles, labels = next(((a.get_legend_handles_labels()) for a in axes.ravel()
                                 if a.get_legend_handles_labels()[0]), ([], []))
@@ -128,7 +129,7 @@ def plot_mature(ep: pd.DataFrame, grid: str, path: str | Path, points: pd.DataFr
                 ax.plot(s.index, s["mean"], lw=2, color=colours[h],
                         label=None if h is None else (f"{h:g}" if isinstance(h, float) else str(h)))
                 ax.fill_between(s.index, s["min"], s["max"], alpha=0.15, color=colours[h], lw=0)
-        ax.set_title(ds)
+        ax.set_title(dataset_label(ds))
         ax.set_xlabel("epoch")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)

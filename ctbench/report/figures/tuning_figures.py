@@ -27,6 +27,7 @@ import pandas as pd
 
 from ...experiments.grids import GRIDS
 from ...io import atomic_write_text, save_figure
+from ..common import dataset_label
 from .grid_figures import PARAM_LABELS, load_chunks, varied_parameters
 from .style import sequential, styled
 
@@ -97,7 +98,7 @@ def _colours(values: list) -> dict:
 
 def _title(grid: str, kind: str, ds: str) -> str:
     n = paper_figure_number(grid, kind, ds)
-    return (f"Fig. {n}: " if n else "") + FULL_NAMES.get(ds, ds)
+    return (f"Fig. {n}: " if n else "") + FULL_NAMES.get(ds) or dataset_label(ds)
 
 
 @styled

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ...facts import PAPER_LABELS, PAPER_ORDER
-from ..common import paper_sorted
+from ...facts import PAPER_ORDER
+from ..common import dataset_label, paper_sorted
 from .paper_tables import PUBLISHED_DIR, write_table
 
 #: appendix table of the July 2025 preprint for each grid's predictive performance
@@ -71,7 +71,7 @@ def grid_performance(chunks: Iterable[str | Path] | pd.DataFrame,
             for variable, col in _VARIABLES:
                 series = models[f"{col}_{tag}"] if f"{col}_{tag}" in models else pd.Series(dtype=float)
                 rows.append({"table": PERFORMANCE_TABLE.get(grid), "grid": grid,
-                             "dataset": PAPER_LABELS.get(ds, ds), "variable": variable, "objective": objective,
+                             "dataset": dataset_label(ds), "variable": variable, "objective": objective,
                              **_stats(series)})
     out = pd.DataFrame(rows)
     out["table"] = out["table"].astype("Int64")
@@ -143,7 +143,7 @@ def final_hyperparameters_table(model_sidecars: Iterable[str | Path], tuned: Ite
     best = {Path(t).parent.name: json.loads(Path(t).read_text()) for t in tuned}
     out["tuned_tau"] = out["dataset"].map(lambda d: best.get(d, {}).get("tau"))
     out["tuned_lambda_reg"] = out["dataset"].map(lambda d: best.get(d, {}).get("lambda_reg"))
-    out["dataset"] = out["dataset"].map(lambda d: PAPER_LABELS.get(d, d))
+    out["dataset"] = out["dataset"].map(dataset_label)
     if published is not None and Path(published).exists():
         pub = pd.read_csv(published, dtype={"domain": str}).drop(columns=["source"], errors="ignore")
         out = out.merge(pub.add_prefix("pub_").rename(columns={"pub_dataset": "dataset"}), on="dataset", how="left")

@@ -20,8 +20,7 @@ import pandas as pd
 
 from ...errors import BadFileError
 from ...evaluation.files import read_evaluation
-from ...facts import PAPER_LABELS
-from ..common import paper_sorted
+from ..common import dataset_label, paper_sorted
 
 _RED_COLUMNS = ("dataset", "experiment", "objective", "valid", "redundancy")
 
@@ -50,7 +49,7 @@ def redundancy_table(evaluations: Iterable[str | Path]) -> pd.DataFrame:
         return pd.DataFrame()
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for (ds, exp, obj), (total, n) in sorted(sums.items()):
-        r = rows.setdefault((ds, exp), {"dataset": PAPER_LABELS.get(ds, ds), "experiment": exp})
+        r = rows.setdefault((ds, exp), {"dataset": dataset_label(ds), "experiment": exp})
         tag = "ct" if obj == "full" else "bl"
         r[f"redundancy_{tag}"] = total / n if n else np.nan
         r[f"n_valid_{tag}"] = int(n)
@@ -83,7 +82,7 @@ def dataset_table(models: Iterable[str | Path],
     for name, info in seen.items():
         source, licence = (sources or {}).get(name) or ("generated (synthetic)", "generated from a seed")
         rows.append({
-            "dataset": PAPER_LABELS.get(name, name), "n_train": info.get("train"), "n_val": info.get("val"),
+            "dataset": dataset_label(name), "n_train": info.get("train"), "n_val": info.get("val"),
             "n_test": info.get("test"), "n_features": info.get("features"), "n_classes": info.get("classes"),
             "class_shares": info.get("balance"), "protected": info.get("protected"),
             "source": source, "licence": licence})

@@ -17,9 +17,9 @@ import pandas as pd
 
 from ...errors import BadFileError
 from ...evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
-from ...facts import OBJECTIVE_LABELS, PAPER_LABELS
+from ...facts import OBJECTIVE_LABELS, PAPER_ORDER
 from ...io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
-from ..common import paper_sorted, with_labels
+from ..common import dataset_label, paper_sorted, with_labels
 from ..markdown import frame_to_markdown
 from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, pool_seeds
 from .table1 import table1 as table1_cells
@@ -290,7 +290,7 @@ def _performance_rows(sidecars: list[dict[str, Any]]) -> pd.DataFrame:
             continue
         seed = next((m.get("seed") for m in (side.get("models") or {}).values()), None)
         for rec in side.get("performance", []):
-            rows.append({"dataset": PAPER_LABELS.get(side["dataset"], side["dataset"]), "seed": seed, **rec})
+            rows.append({"dataset": dataset_label(side["dataset"]), "seed": seed, **rec})
     df = pd.DataFrame(rows)
     return df[df["objective"].isin(["full", "vanilla"])] if len(df) else df
 
@@ -305,7 +305,7 @@ def performance_by_seed(sidecars: list[dict[str, Any]]) -> pd.DataFrame:
                        aggfunc="first")
     out = pd.DataFrame({"acc_ct": w[("accuracy", "full")], "acc_bl": w[("accuracy", "vanilla")],
                         "f1_ct": w[("macro_f1", "full")], "f1_bl": w[("macro_f1", "vanilla")]}).reset_index()
-    order = {d: i for i, d in enumerate(PAPER_LABELS.values())}
+    order = {d: i for i, d in enumerate(PAPER_ORDER)}
     return out.sort_values(["dataset", "seed"], key=lambda c: c.map(order) if c.name == "dataset" else c,
                            ignore_index=True)
 
@@ -347,7 +347,7 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
         write_table(tt, out, "training_time", written)
     tuned = list(tuned)
     if tuned:
-        rows = [{"dataset": PAPER_LABELS.get(Path(t).parent.name, Path(t).parent.name),
+        rows = [{"dataset": dataset_label(Path(t).parent.name),
                  **json.loads(Path(t).read_text())} for t in tuned]
         write_table(pd.DataFrame(rows), out, "tuning", written)
     grids = list(grids)

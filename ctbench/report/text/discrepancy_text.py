@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from ...experiments.fidelity_switches import SWITCHES
-from ...facts import PAPER_LABELS, VERSION_LABELS
-from ..common import read_report_csv
+from ...facts import VERSION_LABELS
+from ..common import dataset_label, read_report_csv
 from ..tables.table1 import AGREE, PRIMARY, agreement, published_versions
 
 #: this reproduction's target for Table 1 (issue 11): cells agreeing with July or inside the authors' range
@@ -36,7 +36,6 @@ ACC_GAP = 0.01
 ACC_LOSS = 0.02
 #: CT validity this far below the published one is called out
 VALIDITY_GAP = 0.05
-LABELS = PAPER_LABELS
 
 
 def _star(sig) -> str:
@@ -212,7 +211,7 @@ def render_switch_findings(report: str | Path, published_dir: str | Path | None 
         parts, counts = [], {"reference": 0, "paper": 0}
         n_cmp = 0
         for _, r in rows.iterrows():
-            label = LABELS.get(r["dataset"], r["dataset"])
+            label = dataset_label(r["dataset"])
             # Table 1's Cost column is the constrained (mutability) one; the single experiment's Cost is not it
             comparable = r["metric"] != "Cost" or r.get("experiment") == "mutability"
             pub = july.loc[(label, r["metric"])] if (july is not None and comparable
@@ -243,7 +242,7 @@ def render_switch_findings(report: str | Path, published_dir: str | Path | None 
             v = g[g["metric"] == "validity CT"]
             if len(v):
                 line += (" CT validity (constrained) " + "; ".join(
-                    f"{LABELS.get(d, d)} {float(a):.3f} with {ref_set}, {float(b):.3f} with {pap_set}"
+                    f"{dataset_label(d)} {float(a):.3f} with {ref_set}, {float(b):.3f} with {pap_set}"
                     for d, a, b in zip(v["dataset"], v["reference"], v["paper"], strict=True)) + ".")
         lines.append(line)
     return "\n".join(lines) + "\n"
