@@ -62,6 +62,8 @@ DATASETS: dict[str, DatasetFacts] = {d.name: d for d in [
 PAPER_DATASETS = tuple(n for n, d in DATASETS.items() if d.study == "ct")
 #: the paper's four synthetic datasets (the appendix grids of Notes 3-7 run on these)
 SYNTHETIC = tuple(n for n in PAPER_DATASETS if DATASETS[n].family == "synthetic")
+#: the paper's datasets of each family, in its order
+PAPER_BY_FAMILY = {f: tuple(n for n in PAPER_DATASETS if DATASETS[n].family == f) for f in FAMILIES}
 #: our dataset names → the paper's labels, and the labels in the paper's order
 PAPER_LABELS = {n: DATASETS[n].label for n in PAPER_DATASETS}
 PAPER_ORDER = tuple(PAPER_LABELS.values())
@@ -98,6 +100,11 @@ EXPERIMENTS: dict[str, tuple[str, ...]] = {
     "mutability": ("full", "vanilla"),
     "ablation": ("full", "energy", "adversarial", "vanilla"),
 }
+#: the paper's final counterfactual evaluation (reference §7.1): test-time λ_egy and runs per model; individuals per
+#: run are the family's (:data:`FAMILY_FACTS`). The defaults of ``EvalProtocol``, ``ctbench evaluate`` and the
+#: fidelity study; the paper profiles (``workflow/config/paper*.yaml``, ``verify.yaml``) state the same values
+#: (tests/test_facts.py holds them equal)
+EVALUATION = {"lambdas": (0.1, 0.5, 1.0, 5.0, 10.0), "n_runs": 100}
 #: Table 2's integrated-gradients protocol (reference §7.7): bootstrap rounds, samples per round, path steps; the
 #: defaults of ``ctbench attribution``, :func:`ctbench.evaluation.integrated_gradients.ig_rounds` and the workflow
 ATTRIBUTION = {"rounds": 100, "samples": 2500, "steps": 50}

@@ -138,3 +138,42 @@ def test_plan_script_reads_every_job_of_a_dry_run(tmp_path):
     assert all(j["output"] and "shell" in j for j in parsed if j["rule"] != "all")
     assert {j["rule"] for j in parsed} >= {"data", "train_final", "evaluate", "report", "book", "tune_select"}
     assert diff(jobs, jobs) == ([], []) and diff(jobs, jobs[1:]) == ([jobs[0]], [])
+
+
+def test_the_evaluation_defaults_have_one_home():
+    """Issue 22 item 3: ``facts.EVALUATION`` and ``FAMILY_FACTS`` are the evaluation protocol's defaults; the paper
+    profiles state the same values (YAML cannot import them, so they are held equal here)."""
+    from ctbench.evaluation.protocol import EvalProtocol
+
+    for family, f in facts.FAMILY_FACTS.items():
+        p = EvalProtocol.reference(family)
+        assert (p.lambdas, p.n_runs, p.n_individuals) == (facts.EVALUATION["lambdas"], facts.EVALUATION["n_runs"],
+                                                          f["n_individuals"])
+    for name in ("paper", "paper_table1", "verify"):
+        ev = yaml.safe_load((ROOT / f"workflow/config/{name}.yaml").read_text())["evaluation"]
+        assert tuple(ev["lambdas"]) == facts.EVALUATION["lambdas"] and ev["n_runs"] == facts.EVALUATION["n_runs"]
+        assert ev["n_individuals"] == {f: v["n_individuals"] for f, v in facts.FAMILY_FACTS.items()}, name
+
+
+def test_each_switch_has_its_study_facts_on_its_field():
+    """Issue 22 item 3: the fidelity study's catalogue is read from the fields' metadata (one home): every study
+    entry is a switch of the study, with the presets' values unless the entry names the value flipped to."""
+    from dataclasses import fields
+
+    from ctbench.evaluation.protocol import EvalProtocol
+    from ctbench.experiments.fidelity_switches import SWITCHES
+    from ctbench.fidelity import PRESETS, Fidelity, Study
+
+    entries = {f.name: f.metadata["study"] for cls in (Fidelity, EvalProtocol) for f in fields(cls)
+               if "study" in f.metadata}
+    assert list(SWITCHES) == sorted(entries, key=lambda n: entries[n].rank)
+    for name, study in entries.items():
+        assert isinstance(study, Study)
+        spec = SWITCHES[name]
+        assert (spec.retrain, spec.experiment, spec.datasets, spec.metrics) == (study.retrain, study.experiment,
+                                                                               study.datasets, study.metrics)
+        if spec.kind == "fidelity":
+            assert spec.reference == getattr(PRESETS["reference"], name)
+            assert spec.paper == (study.alternative if study.alternative is not None
+                                  else getattr(PRESETS["paper"], name))
+            assert spec.reference != spec.paper, name

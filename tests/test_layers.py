@@ -239,3 +239,99 @@ def test_the_cycle_check_fails_on_a_cycle(copy_of_package):
     figures = copy_of_package / "report" / "figures" / "grid_figures.py"
     figures.write_text(figures.read_text() + "\n\ndef _bad():\n    from ...cli import grid_cmds\n")
     assert ["ctbench.cli.grid_cmds", "ctbench.report.figures.grid_figures"] in import_cycles(copy_of_package)
+
+
+# -- one home per fact (issue 22 item 3) ----------------------------------------------------------------------------
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_imports(pkg: Path) -> list[str]:
+    """Every private name (one leading underscore) a module takes from another module of the package: ``from m
+    import _x`` or ``m._x`` on a module it imported. A helper two modules share is public, or lives where it is
+    used."""
+    modules = _modules(pkg)
+    bad = []
+    for mod, path in sorted(modules.items()):
+        rel = path.relative_to(pkg.parent).with_suffix("").parts
+        package = list(rel if rel[-1] == "__init__" else rel[:-1])
+        package = package[:-1] if package[-1:] == ["__init__"] else package
+        bound: set[str] = set()  # local names of imported package modules
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                source = ".".join(base + ([node.module] if node.module else []))
+                if source.split(".")[0] != pkg.name:
+                    continue
+                for a in node.names:
+                    if _private(a.name):
+                        bad.append(f"{mod}:{node.lineno} imports {a.name} from {source}")
+                    if f"{source}.{a.name}" in modules:
+                        bound.add(a.asname or a.name)
+            elif isinstance(node, ast.Import):
+                bound |= {a.asname for a in node.names if a.asname and a.name in modules}
+        bad += [f"{mod}:{node.lineno} uses {node.value.id}.{node.attr}" for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
+                and node.value.id in bound]
+    return bad
+
+
+#: where a dataset's family is decided: the catalog (facts) and the registry (``ctbench.data.registry.family``)
+FAMILY_HOMES = {"facts", "data.registry"}
+
+
+def family_decisions(pkg: Path) -> list[str]:
+    """Every place outside :data:`FAMILY_HOMES` that works a dataset's family out for itself: a registry entry's
+    ``["family"]`` or ``.get("family")``, the catalog's ``DATASETS[name].family``, or a function of its own named
+    ``family``/``_family``."""
+    bad = []
+    for mod, path in sorted(_modules(pkg).items()):
+        if mod.split(".", 1)[-1] in FAMILY_HOMES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            what = None
+            if (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                    and node.slice.value == "family"):
+                what = '["family"]'
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                  and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "family"):
+                what = '.get("family")'
+            elif (isinstance(node, ast.Attribute) and node.attr == "family" and isinstance(node.value, ast.Subscript)
+                  and isinstance(node.value.value, ast.Name) and node.value.value.id == "DATASETS"):
+                what = "DATASETS[...].family"
+            elif isinstance(node, ast.FunctionDef) and node.name in ("family", "_family"):
+                what = f"def {node.name}"
+            if what:
+                bad.append(f"{mod}:{node.lineno} {what} (use ctbench.data.registry.family)")
+    return bad
+
+
+def test_no_private_name_is_imported_across_modules():
+    bad = private_imports(PKG)
+    assert not bad, "private names used outside their module (make them public or move them):\n" + "\n".join(bad)
+
+
+def test_a_datasets_family_is_decided_in_one_place():
+    bad = family_decisions(PKG)
+    assert not bad, "a dataset's family decided outside the registry:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("where, text, check, expected", [
+    ("experiments/bad.py", "from .evaluation import _helper\n", private_imports, "imports _helper"),
+    ("experiments/bad.py", "def f():\n    from ..data import tabular\n    return tabular._x\n", private_imports,
+     "uses tabular._x"),
+    ("experiments/bad.py", "from numpy import _private_ok\n", private_imports, None),  # not ours
+    ("experiments/bad.py", "def f(d):\n    from ..data import available\n    return available()[d]['family']\n",
+     family_decisions, '["family"]'),
+    ("cli/bad.py", "def f(d, info):\n    return info.get('family', 'tabular')\n", family_decisions, '.get("family")'),
+    ("report/bad.py", "from ..facts import DATASETS\nX = DATASETS['moons'].family\n", family_decisions,
+     "DATASETS[...].family"),
+    ("experiments/bad.py", "def _family(d):\n    return 'tabular'\n", family_decisions, "def _family"),
+])
+def test_the_one_home_checks_fail_on_a_bad_module(copy_of_package, where, text, check, expected):
+    assert check(copy_of_package) == []
+    (copy_of_package / where).write_text(text)
+    found = check(copy_of_package)
+    assert (found == []) if expected is None else any(expected in v for v in found), found

@@ -6,17 +6,17 @@ from __future__ import annotations
 def _cmd_data_summary(args) -> int:
     import pandas as pd
 
-    from ..data import available, load_dataset
+    from ..data import available, family, load_dataset
     from ..report.markdown import frame_to_markdown
 
     rows = []
-    for name, info in available().items():
+    for name in available():
         if args.datasets and name not in args.datasets:
             continue
         try:
-            rows.append({**load_dataset(name, fidelity=args.fidelity).summary(), "family": info["family"]})
+            rows.append({**load_dataset(name, fidelity=args.fidelity).summary(), "family": family(name)})
         except (FileNotFoundError, ValueError) as err:
-            rows.append({"dataset": name, "family": info["family"], "error": str(err).splitlines()[0]})
+            rows.append({"dataset": name, "family": family(name), "error": str(err).splitlines()[0]})
     print(frame_to_markdown(pd.DataFrame(rows)), end="")
     return 0
 
@@ -25,7 +25,7 @@ def _cmd_data_prepare(args) -> int:
     import json
 
     from ..config import ConfigError
-    from ..data import available, load_dataset
+    from ..data import family, load_dataset
     from ..io import atomic_write_json, provenance
 
     try:
@@ -35,7 +35,7 @@ def _cmd_data_prepare(args) -> int:
     if not isinstance(params, dict):
         raise ConfigError(f"--params: expected a JSON object such as '{{\"n_draws\": 5000}}', got {args.params!r}")
     ds = load_dataset(args.dataset, fidelity=args.fidelity, **params)
-    info = {"dataset": args.dataset, "family": available()[args.dataset]["family"], "params": params,
+    info = {"dataset": args.dataset, "family": family(args.dataset), "params": params,
             "fidelity": args.fidelity, "summary": ds.summary(), "feature_names": ds.feature_names,
             "protected": ds.protected, "categorical_groups": ds.categorical_groups, "domain": ds.domain,
             "meta": ds.meta, "provenance": provenance()}

@@ -108,6 +108,7 @@ def add_cli(subparsers) -> None:
     """Register ``fidelity-effect``, ``fidelity-effects-merge``, ``consistency``, ``prop31`` and ``bench``."""
     from ..experiments.consistency import PARTS
     from ..experiments.fidelity import QUICK, SWITCHES
+    from ..facts import EVALUATION
 
     e = subparsers.add_parser("fidelity-effect", help="effect of one fidelity switch (reference vs paper value)")
     e.add_argument("--switch", required=True, choices=sorted(SWITCHES))
@@ -117,7 +118,7 @@ def add_cli(subparsers) -> None:
                    help=f"small sizes: {QUICK['epochs']} epochs, {QUICK['n_runs']} runs, "
                         f"{QUICK['n_individuals']} individuals")
     e.add_argument("--epochs", type=int, help="training epochs (default: the paper's 100)")
-    e.add_argument("--n-runs", dest="n_runs", type=int, help="evaluation runs (default 100)")
+    e.add_argument("--n-runs", dest="n_runs", type=int, help=f"evaluation runs (default {EVALUATION['n_runs']})")
     e.add_argument("--n-individuals", dest="n_individuals", type=int, help="individuals per run (default: family's)")
     e.add_argument("--seed", type=int, default=0, help="seed of the evaluation protocol")
     e.add_argument("--seeds", type=int, nargs="+",

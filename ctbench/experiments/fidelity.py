@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..facts import EVALUATION
 from ..io import atomic_write_text, provenance, write_frame
 from .fidelity_switches import SWITCHES, SwitchSpec, default_plan
 
@@ -212,8 +213,9 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
     final models): a model the study would train with exactly that resolved config is loaded instead, so the reference
     column of an evaluation-only switch is Table 1's own cell; a model whose config differs is trained (the sidecar
     says which were reused). ``dataset`` None takes the switch's first default dataset. ``epochs`` default: the
-    paper's 100 (``quick``: 10); ``n_runs`` default 100 (``quick``: 10); ``n_individuals`` default: the family's
-    (250 synthetic, 100 tabular, 25 vision; ``quick``: 50); ``lambdas`` default: the paper's five test-time λ_egy.
+    paper's 100 (``quick``: 10); ``n_runs`` default :data:`ctbench.facts.EVALUATION`'s (``quick``: 10);
+    ``n_individuals`` default: the family's (``FAMILY_FACTS``; ``quick``: 50); ``lambdas`` default: the paper's
+    test-time λ_egy (``EVALUATION``).
     Returns the table (one row per metric of :data:`METRICS`; ``attrs["meta"]``: the sidecar), written to
     ``out_csv`` and ``out_csv.json`` when given. A real
     dataset whose files are missing gives rows of NaN with a ``note`` saying why (the run is skipped, not failed).
@@ -234,7 +236,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
     dataset = dataset or spec.datasets[0]
     family = dataset_family(dataset)
     epochs = int(epochs) if epochs is not None else (QUICK["epochs"] if quick else None)
-    n_runs = int(n_runs) if n_runs is not None else (QUICK["n_runs"] if quick else 100)
+    n_runs = int(n_runs) if n_runs is not None else (QUICK["n_runs"] if quick else EVALUATION["n_runs"])
     protocol_base = EvalProtocol.reference(family, constrained=spec.experiment == "mutability", n_runs=n_runs,
                                            seed=seed)
     if n_individuals is not None or quick:

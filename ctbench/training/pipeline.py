@@ -209,7 +209,7 @@ def prepare_training(config: dict[str, Any] | None, data=None, progress: bool = 
             f"dataset {cfg['data']['name']!r} (data.params {cfg['data']['params']}): the training split has one class "
             f"only (class {classes[0] if len(classes) else '-'} in all {len(data.y_train)} rows): a classifier needs "
             "at least two classes. Check the dataset and its size parameters (e.g. n_train, n_draws).")
-    family = dataset_family(cfg["data"]["name"], default=data.meta.get("family"))
+    family = dataset_family(cfg["data"]["name"], default=None)
     cons = _constraints_for(cfg, data)
     objective, notes = effective_objective(cfg, fid, family)
     model = build_model(cfg["model"], data.n_features, data.n_classes, seed=cfg["seed"])
