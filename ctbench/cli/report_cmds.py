@@ -48,14 +48,13 @@ def registered_labels() -> dict[str, str]:
     """Name (and alias) → label of every registered dataset outside the paper's catalog whose loader gave a
     ``label=`` (a plugin's, :func:`ctbench.data.register`): the report layer does not import the registry, so its
     commands pass these in (:func:`ctbench.report.common.dataset_labels`); the paper's datasets keep their labels."""
-    from ..data import available
+    from ..data.registry import available, label
     from ..facts import DATASETS
 
     out = {}
     for name, info in available().items():
-        label = info.get("label")
-        if name not in DATASETS and label and label != name:
-            out.update(dict.fromkeys((name, *info.get("aliases", ())), label))
+        if name not in DATASETS and label(name) != name:
+            out.update(dict.fromkeys((name, *info.get("aliases", ())), label(name)))
     return out
 
 
