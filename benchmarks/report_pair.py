@@ -45,8 +45,11 @@ def main() -> None:
         out = Path(args.work) / name
         subprocess.run(["rm", "-rf", str(out)], check=True)
         load = os.getloadavg()[0]
-        r = subprocess.run([sys.executable, "-c", CHILD, args.files, str(out), str(args.n_boot)], capture_output=True,
-                           text=True, env={**os.environ, "PYTHONPATH": trees[name], "OMP_NUM_THREADS": "1"})
+        # -P: ``python -c`` would put the working directory (the repository root, in the usage above) first on
+        # sys.path, ahead of PYTHONPATH, so both children would run that tree's code
+        r = subprocess.run([sys.executable, "-P", "-c", CHILD, args.files, str(out), str(args.n_boot)],
+                           capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": trees[name], "OMP_NUM_THREADS": "1"})
         if r.returncode:
             sys.exit(r.stderr[-3000:])
         res = json.loads(r.stdout.strip().splitlines()[-1])

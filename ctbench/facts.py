@@ -113,6 +113,8 @@ OBJECTIVE_LABELS = {"full": "CT", "vanilla": "BL", "energy": "CD", "adversarial"
 #: the appendix grid searches (Notes 3, 5, 7) and the key-parameter tuning grids (Notes 9, 11)
 GRID_NAMES = ("gen_params", "penalties", "training_params")
 TUNING_GRIDS = ("tune", "tune_lr")
+#: the two parts of the consistency stage (``ctbench consistency --part``): Black et al.'s protocol, CT × consistency
+CONSISTENCY_PARTS = ("black2022", "ct")
 #: the published versions of the paper (the first is the one reproduced) and Black et al.'s consistency paper
 VERSION_LABELS = {"preprint_2025_07": "July 2025 preprint", "satml_2026": "final (SaTML 2026)",
                   "preprint_2025_03": "March 2025 preprint", "black2022": "Black et al. 2022"}

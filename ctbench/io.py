@@ -14,8 +14,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from . import __version__
 
 
@@ -96,6 +94,8 @@ def write_frame(df: Any, out: str | Path, meta: dict[str, Any]) -> Path:
 
 
 def atomic_torch_save(obj: Any, path: str | Path) -> Path:
+    import torch
+
     return atomic_write(path, lambda fh: torch.save(obj, fh))
 
 
@@ -266,16 +266,36 @@ def machine() -> dict[str, Any]:
             "memory_gib": round(int(mem.split()[0]) / 2**20, 1) if mem else None}
 
 
+def _torch_version() -> str | None:
+    """torch's version without importing torch (≈ 1.5 CPU-s): the installed distribution's, which is
+    ``torch.__version__`` (local tag such as ``+cpu`` included)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def provenance() -> dict[str, Any]:
-    """Code version and environment, stored with every result."""
+    """Code version and environment, stored with every result.
+
+    torch is not imported here (issue 21: the commands that use no torch — report, data, tune select — would pay
+    ≈ 1.5 CPU-s for it): ``torch`` is the version of the loaded module, else of the installed distribution (the same
+    string); ``torch_threads`` is ``torch.get_num_threads()`` where the command loaded torch, else None (it ran no
+    torch code).
+    """
+    import sys
+
     import numpy
 
+    torch = sys.modules.get("torch")
     return {
         "ctbench_version": __version__,
         "git_commit": git_commit(),
         "python": platform.python_version(),
-        "torch": torch.__version__,
+        "torch": torch.__version__ if torch is not None else _torch_version(),
         "numpy": numpy.__version__,
         "platform": platform.platform(),
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": torch.get_num_threads() if torch is not None else None,
     }

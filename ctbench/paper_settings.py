@@ -22,6 +22,24 @@ COMMON: dict[str, Any] = {
 }
 
 
+#: the settings of Figure 1's run (:mod:`ctbench.experiments.figure_runs.linear`, whose docstring gives where each
+#: comes from); here, with no torch import, so that ``ctbench figure1 --help`` and the CLI's start-up need none
+FIG1: dict[str, Any] = {
+    "dataset": "lin_sep",
+    "fidelity": "reference",
+    "model": {"type": "linear"},
+    "init": "zeros",
+    "objective": {"lambda_clf": 1.0, "lambda_div": 0.5, "lambda_reg": 0.01, "lambda_adv": 0.1},
+    "generator": {"type": "generic", "lambda_cost": 0.001},
+    "convergence": {"kind": "threshold", "tau": 0.75, "max_iter": 30},
+    "training": {"epochs": 30, "batch_size": 50, "nce": 1000, "lr": 0.01},
+    "immutable": [0],
+    "feature_labels": ["age", "x₂"],
+    "n_factuals": 6,
+    "quick_epochs": 8,
+}
+
+
 def final_hyperparameters(dataset: str, best: dict[str, Any] | None = None) -> dict[str, Any]:
     """The published final setting of ``dataset``, or the tuning stage's choice ``best`` (τ, λ_reg) over it."""
     hp = published_hyperparameters(dataset)

@@ -58,7 +58,10 @@ def _ip_star_per_group_copy(x_cf, gid, target, X_ref, y_ref, length_scale, n_sub
 @pytest.mark.parametrize("n,d,n_ref,n_cls,k,chunk", [(300, 12, 900, 2, 1000, 64 * 2**20),
                                                     (200, 108, 700, 3, 500, 2**20),
                                                     (50, 784, 400, 10, 1000, 2**22), (40, 5, 30, 4, 1000, 10_000),
-                                                    (300, 12, 900, 2, 100, 2**20), (100, 108, 2000, 2, 200, 2**20)])
+                                                    (300, 12, 900, 2, 100, 2**20), (100, 108, 2000, 2, 200, 2**20),
+                                                    # Adult-size: D = 108, K = 1,000, ≈ 250 CF against a class pool
+                                                    # of thousands of rows (the test empties the last class)
+                                                    (500, 108, 9824, 2, 1000, 64 * 2**20)])
 @pytest.mark.parametrize("factor", [3, 0])  # 0: every class takes the gathered path
 def test_ip_against_drawn_rows_equals_pool_cdist_bit_for_bit(n, d, n_ref, n_cls, k, chunk, factor, monkeypatch):
     import ctbench.evaluation.metrics as M

@@ -9,9 +9,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..experiments.figure_runs.linear import FIG1, figure1
-from ..experiments.figure_runs.mnist import mnist_figures
 from ..io import atomic_write_json, atomic_write_text, save_figure
+from ..paper_settings import FIG1
+
+# the runs (torch) are imported by the commands that need them, not at the CLI's start-up (issue 21)
 
 
 def _detach(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -60,6 +61,8 @@ def write_mnist_figures(table: pd.DataFrame, out_dir: str | Path) -> dict[str, A
 
 
 def _cmd_figure1(args) -> int:
+    from ..experiments.figure_runs.linear import figure1
+
     res = write_figure1(figure1(seed=args.seed, epochs=args.epochs, quick=args.quick), args.out)
     ratios = ", ".join(f"({k}) {v['sensitivity_ratio']:.2f}" for k, v in res["panels"].items())
     print(f"wrote {', '.join(str(p) for p in res['paths'])}; |w_age|/|w_x2|: {ratios}")
@@ -67,6 +70,8 @@ def _cmd_figure1(args) -> int:
 
 
 def _cmd_mnist_figures(args) -> int:
+    from ..experiments.figure_runs.mnist import mnist_figures
+
     table = mnist_figures(args.ct, args.bl, seed=args.seed, n_factuals=args.n_factuals,
                           targets=args.targets, max_iter=args.max_iter, classes=args.classes,
                           attribution_samples=args.attribution_samples, steps=args.steps,

@@ -106,8 +106,8 @@ def _cmd_bench(args) -> int:
 
 def add_cli(subparsers) -> None:
     """Register ``fidelity-effect``, ``fidelity-effects-merge``, ``consistency``, ``prop31`` and ``bench``."""
-    from ..experiments.consistency import PARTS
-    from ..experiments.fidelity import QUICK, SWITCHES
+    from ..experiments.fidelity import QUICK, SWITCHES  # no torch: the CLI starts without it (issue 21)
+    from ..facts import CONSISTENCY_PARTS as PARTS
     from ..facts import EVALUATION
 
     e = subparsers.add_parser("fidelity-effect", help="effect of one fidelity switch (reference vs paper value)")

@@ -17,7 +17,18 @@ from .aggregate import (
     reduction_table,
     validity_table,
 )
-from .metrics import cost_l1, implausibility, ip_star, mmd2_unbiased, redundancy, strict_validity, validity
+
+#: the metrics (torch) load on first use, so that the report, which needs only ``aggregate``, starts without torch
+#: (≈ 1.5 CPU-s a job, issue 21); ``from ctbench.evaluation import implausibility`` works as before
+_METRICS = ("cost_l1", "implausibility", "ip_star", "mmd2_unbiased", "redundancy", "strict_validity", "validity")
+
+
+def __getattr__(name: str):
+    if name in _METRICS:
+        from . import metrics
+
+        return getattr(metrics, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "AVG",

@@ -30,12 +30,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..facts import CONSISTENCY_PARTS
 from ..generators.elastic_net import BOXES
 from ..io import provenance, write_frame
 from .consistency_search import FRAME_COLUMNS, METHODS, SearchContext, check_methods, evaluate, search_methods
 from .invalidation import retraining_members, retraining_plan
 
-PARTS = ("black2022", "ct")
+PARTS = CONSISTENCY_PARTS
 #: the eight methods of 003's Table 1
 TABLE1_METHODS = ["min_l1", "min_l1+sns", "min_l2", "min_l2+sns", "min_eps_pgd", "min_eps_pgd+sns", "prototype",
                   "latent_random"]

@@ -32,29 +32,13 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
 from ...io import provenance
-
-#: the settings of Figure 1 (see the module docstring for where each comes from)
-FIG1: dict[str, Any] = {
-    "dataset": "lin_sep",
-    "fidelity": "reference",
-    "model": {"type": "linear"},
-    "init": "zeros",
-    "objective": {"lambda_clf": 1.0, "lambda_div": 0.5, "lambda_reg": 0.01, "lambda_adv": 0.1},
-    "generator": {"type": "generic", "lambda_cost": 0.001},
-    "convergence": {"kind": "threshold", "tau": 0.75, "max_iter": 30},
-    "training": {"epochs": 30, "batch_size": 50, "nce": 1000, "lr": 0.01},
-    "immutable": [0],
-    "feature_labels": ["age", "x₂"],
-    "n_factuals": 6,
-    "quick_epochs": 8,
-}
+from ...paper_settings import FIG1  # the settings of Figure 1 (sources: this docstring)
 
 #: the four panels: (key, title, objective, immutable in training, immutable in the search)
 PANELS = (
