@@ -159,6 +159,10 @@ PRESETS: dict[str, Fidelity] = {
 #: (book chapter "Where code and paper disagree"); not yet the default, pending a full run.
 PRESETS["reference_2025_07"] = replace(PRESETS["reference"], mode="reference_2025_07", adversarial_label="predicted")
 
+#: the switches (and the mode, which the loaders record) that shape a dataset's splits, features and domain box: the
+#: ``data`` stage depends on these only (tests/test_fidelity.py checks each changes some dataset and no other does)
+DATA_SWITCHES: tuple[str, ...] = ("mode", "domain_n_sigma", "blob_centers", "adult_substring_groups", "test_sizes")
+
 _CHOICES: dict[str, tuple[str, ...]] = {
     "adversarial_label": ("true", "predicted"),
     "maturity": ("threshold", "threshold_or_exhausted"),

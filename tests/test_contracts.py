@@ -295,3 +295,23 @@ def test_switch_changes_some_output(name):
             for v in (a, b))
     assert a.shape != b.shape or not torch.equal(a.nan_to_num(-7.0), b.nan_to_num(-7.0)), \
         f"flipping {name} changed nothing on its case"
+
+
+def test_data_switches_are_the_switches_that_shape_data():
+    """``DATA_SWITCHES`` (what the workflow's data rule depends on) is exactly the switches whose case loads data, and
+    every other switch leaves a loaded dataset (arrays, domain, groups, metadata) as it is."""
+    from ctbench.data import load_dataset
+    from ctbench.fidelity import DATA_SWITCHES
+
+    data_cases = {n for n, p in PROBES.items() if p is _adult_groups or p.__qualname__.startswith("_data_probe")}
+    assert data_cases == set(DATA_SWITCHES) - {"mode"}
+    base = resolve_fidelity("reference")
+    small = {"n_draws": 400, "n_train": 100, "n_val": 40, "n_test": 40}
+    ref = {ds: load_dataset(ds, fidelity=base, **small) for ds in ("lin_sep", "moons")}
+    for name in (n for n in SWITCH_NAMES if n not in DATA_SWITCHES):
+        flipped = replace(base, **{name: _flipped(name, getattr(base, name))})
+        for ds, a in ref.items():
+            b = load_dataset(ds, fidelity=flipped, **small)
+            for attr in ("X_train", "y_train", "X_val", "X_test", "y_test"):
+                assert np.array_equal(getattr(a, attr), getattr(b, attr)), f"{name} changed {ds}.{attr}"
+            assert (a.domain, a.categorical_groups, a.meta) == (b.domain, b.categorical_groups, b.meta), name

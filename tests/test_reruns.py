@@ -99,9 +99,13 @@ def test_training_settings_rerun_training_and_everything_downstream(tiny_run):
 
 
 def test_fidelity_overrides_rerun_what_they_affect(tiny_run):
-    # the data rule's output depends on the fidelity mode only; the models on the resolved switches
-    assert _planned(tiny_run, "fidelity_overrides={domain_n_sigma: 4.0}") == {"train_final", "evaluate",
-                                                                              "attribution"}
+    # a switch that shapes the data (ctbench.fidelity.DATA_SWITCHES) reruns the data rule and all it feeds
+    reasons = _dry_run(tiny_run, "fidelity_overrides={domain_n_sigma: 4.0}")
+    assert set(reasons) == {"data", "train_final", "evaluate", "attribution"}
+    assert "Params have changed" in reasons["data"]
+    # a training/search switch reruns the models and what reads them, not the data
+    assert _planned(tiny_run, "fidelity_overrides={ce_step_size: 0.25}") == {"train_final", "evaluate",
+                                                                             "attribution"}
 
 
 def test_attribution_settings_rerun_attribution_report_only(tiny_run):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .args import json_object
+
 
 def _cmd_data_summary(args) -> int:
     import pandas as pd
@@ -22,21 +24,18 @@ def _cmd_data_summary(args) -> int:
 
 
 def _cmd_data_prepare(args) -> int:
-    import json
-
-    from ..config import ConfigError
     from ..data import family, load_dataset
+    from ..fidelity import resolve_fidelity
     from ..io import atomic_write_json, provenance
 
-    try:
-        params = json.loads(args.params) if args.params else {}
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"--params: not valid JSON ({err}): {args.params!r}") from None
-    if not isinstance(params, dict):
-        raise ConfigError(f"--params: expected a JSON object such as '{{\"n_draws\": 5000}}', got {args.params!r}")
-    ds = load_dataset(args.dataset, fidelity=args.fidelity, **params)
+    params = json_object(args.params, "--params")
+    # the run's fidelity switches (mode and overrides): data switches such as blob_centers shape the splits
+    overrides = json_object(args.fidelity_overrides, "--fidelity-overrides")
+    fid = resolve_fidelity(args.fidelity, overrides)
+    ds = load_dataset(args.dataset, fidelity=fid, **params)
     info = {"dataset": args.dataset, "family": family(args.dataset), "params": params,
-            "fidelity": args.fidelity, "summary": ds.summary(), "feature_names": ds.feature_names,
+            "fidelity": args.fidelity, "fidelity_overrides": overrides, "summary": ds.summary(),
+            "feature_names": ds.feature_names,
             "protected": ds.protected, "categorical_groups": ds.categorical_groups, "domain": ds.domain,
             "meta": ds.meta, "provenance": provenance()}
     atomic_write_json(args.out, info)
@@ -77,6 +76,8 @@ def add_cli(sub) -> None:
     pr.add_argument("dataset")
     pr.add_argument("--fidelity", default="reference")
     pr.add_argument("--params", help="loader parameters as JSON, e.g. '{\"n_draws\": 5000}'")
+    pr.add_argument("--fidelity-overrides", dest="fidelity_overrides", metavar="JSON",
+                    help="fidelity switches over the mode, as JSON, e.g. '{\"blob_centers\": \"calibrated\"}'")
     pr.add_argument("--out", required=True)
     pr.set_defaults(func=_cmd_data_prepare)
     f = dsub.add_parser("fetch", help="download missing raw files from their canonical sources and verify sha256")

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..io import atomic_write_json, atomic_write_text, save_figure
 from ..paper_settings import FIG1
+from .args import json_object
 
 # the runs (torch) are imported by the commands that need them, not at the CLI's start-up (issue 21)
 
@@ -63,7 +64,9 @@ def write_mnist_figures(table: pd.DataFrame, out_dir: str | Path) -> dict[str, A
 def _cmd_figure1(args) -> int:
     from ..experiments.figure_runs.linear import figure1
 
-    res = write_figure1(figure1(seed=args.seed, epochs=args.epochs, quick=args.quick), args.out)
+    res = write_figure1(figure1(seed=args.seed, epochs=args.epochs, quick=args.quick, fidelity=args.fidelity,
+                                fidelity_overrides=json_object(args.fidelity_overrides, "--fidelity-overrides")),
+                        args.out)
     ratios = ", ".join(f"({k}) {v['sensitivity_ratio']:.2f}" for k, v in res["panels"].items())
     print(f"wrote {', '.join(str(p) for p in res['paths'])}; |w_age|/|w_x2|: {ratios}")
     return 0
@@ -90,6 +93,9 @@ def add_cli(subparsers) -> None:
     f.add_argument("--quick", action="store_true", help=f"{FIG1['quick_epochs']} epochs (smoke run)")
     f.add_argument("--epochs", type=int, help=f"training epochs (default {FIG1['training']['epochs']})")
     f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--fidelity", default=FIG1["fidelity"], help=f"fidelity mode (default {FIG1['fidelity']})")
+    f.add_argument("--fidelity-overrides", dest="fidelity_overrides", metavar="JSON",
+                   help="fidelity switches over the mode, as JSON, e.g. '{\"blob_centers\": \"calibrated\"}'")
     f.set_defaults(func=_cmd_figure1)
 
     m = subparsers.add_parser("mnist-figures", help="MNIST counterfactual grid and per-class integrated gradients")

@@ -4,29 +4,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
 from ..experiments.grids.configs import baseline_config
 from ..experiments.grids.definitions import GRIDS, baseline_key, baseline_keys, chunks, grid_points
 from ..experiments.grids.runner import run_chunk, write
 from ..experiments.grids.tuning import write_best
-
-
-def _json_arg(text: str | None, what: str) -> dict[str, Any]:
-    if not text:
-        return {}
-    p = Path(text)
-    raw = p.read_text() if not text.lstrip().startswith("{") and p.is_file() else text
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{what}: not valid JSON ({err}): {text[:80]!r} (give a JSON object or a JSON file)") \
-            from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"{what}: expected a JSON object, got {text[:80]!r}")
-    return value
+from .args import json_object
 
 
 def _sets(items: list[str] | None) -> dict[str, Any]:
@@ -42,7 +26,7 @@ def _apply_flag(value: str) -> bool | None:
 
 
 def _cmd_points(args) -> int:
-    ov = _json_arg(args.overrides, "--overrides")
+    ov = json_object(args.overrides, "--overrides")
     pts = grid_points(args.grid, ov)
     if args.ids_only:
         print(json.dumps([p["id"] for p in pts]))
@@ -58,8 +42,8 @@ def _cmd_points(args) -> int:
 
 
 def _common_train_kw(args) -> dict[str, Any]:
-    return {"fidelity_overrides": _json_arg(args.fidelity_overrides, "--fidelity-overrides") or None,
-            "data_params": _json_arg(args.data_params, "--data-params") or None,
+    return {"fidelity_overrides": json_object(args.fidelity_overrides, "--fidelity-overrides") or None,
+            "data_params": json_object(args.data_params, "--data-params") or None,
             "threads": args.threads, "device": args.device}
 
 
@@ -68,7 +52,7 @@ def _cmd_baseline(args) -> int:
 
     kw = _common_train_kw(args)
     cfg = baseline_config(args.grid, args.key, args.dataset, args.seed, args.fidelity, args.epochs,
-                          grid_overrides=_json_arg(args.overrides, "--overrides"), overrides=_sets(args.set) or None,
+                          grid_overrides=json_object(args.overrides, "--overrides"), overrides=_sets(args.set) or None,
                           **kw)
     trained = train_from_config(cfg, progress=not args.quiet)
     out = trained.save(args.out)
@@ -78,7 +62,7 @@ def _cmd_baseline(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    ov = _json_arg(args.overrides, "--overrides")
+    ov = json_object(args.overrides, "--overrides")
     if args.point:
         pts: list[Any] = list(args.point)
     elif args.chunk is not None:
@@ -90,7 +74,7 @@ def _cmd_run(args) -> int:
     else:
         raise ValueError("grid run: give --point ID (repeatable) or --chunk K --chunk-size N")
     kw = _common_train_kw(args)
-    df = run_chunk(args.grid, args.dataset, pts, args.baseline, None, _json_arg(args.eval, "--eval"), args.seed,
+    df = run_chunk(args.grid, args.dataset, pts, args.baseline, None, json_object(args.eval, "--eval"), args.seed,
                    fidelity=args.fidelity, epochs_override=args.epochs, config_overrides=_sets(args.set) or None,
                    grid_overrides=ov, apply_step_size=_apply_flag(args.apply_step_size),
                    save_models_dir=args.save_models, progress=not args.quiet, **kw)

@@ -10,15 +10,17 @@ from pathlib import Path
 import pandas as pd
 
 from ..io import atomic_write_json, atomic_write_text
+from .args import json_object
 
 
 def _cmd_effect(args) -> int:
     from ..experiments.evaluation import parse_models
     from ..experiments.fidelity import REQUIRED, run_effect, write
 
+    overrides = json_object(args.fidelity_overrides, "--fidelity-overrides")
     df = run_effect(args.switch, args.dataset, seed=args.seed, epochs=args.epochs, n_runs=args.n_runs,
                     n_individuals=args.n_individuals, quick=args.quick, seeds=args.seeds,
-                    reuse=dict(parse_models(args.reuse)) if args.reuse else None)
+                    reuse=dict(parse_models(args.reuse)) if args.reuse else None, fidelity_overrides=overrides)
     write(df, args.out)
     with pd.option_context("display.width", 120):
         print(df[REQUIRED].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -126,6 +128,9 @@ def add_cli(subparsers) -> None:
     e.add_argument("--reuse", nargs="+", metavar="OBJECTIVE_sSEED=PATH",
                    help="saved models to use where their config is the one the study would train (e.g. "
                         "full_s0=results/paper/models/single/lin_sep/full_s0.pt)")
+    e.add_argument("--fidelity-overrides", dest="fidelity_overrides", metavar="JSON",
+                   help="the run's other fidelity switches, kept in both settings (JSON, e.g. "
+                        "'{\"blob_centers\": \"calibrated\"}')")
     e.set_defaults(func=_cmd_effect)
 
     m = subparsers.add_parser("fidelity-effects-merge", help="concatenate fidelity-effect CSVs (checked)")

@@ -71,8 +71,14 @@ DEFAULTS: dict[str, Any] = {
     "methods": TABLE1_METHODS, "n_models": 100, "n_factuals": None, "epochs": None, "sources": ["rs", "loo"],
     "sns": {"fidelity": "paper", "radius": None, "radius_factor": 0.8},
     "lipschitz": {"samples": 16, "radius_factor": 0.05}, "vae_epochs": 100, "data_params": {},
-    # Min-ℓ1/ℓ2's box (fidelity switch ``elastic_net_box``); null: the study's fidelity default
+    # Min-ℓ1/ℓ2's box (fidelity switch ``elastic_net_box``); null: the run's fidelity (below) decides
     "elastic_net_box": None,
+    # the run's fidelity mode and switch overrides (the workflow passes its own): the CT part trains its CT and BL
+    # models with them, as the final models are trained; the Black et al. part takes the elastic-net box from them
+    # (unless ``elastic_net_box`` is given), while its base models follow Black et al.'s Keras training (batches
+    # reshuffled every epoch) whatever the mode
+    "fidelity": "reference",
+    "fidelity_overrides": {},
 }
 
 
@@ -114,7 +120,17 @@ def resolve_settings(settings: dict[str, Any] | None, part: str = "black2022") -
         raise ValueError(f"consistency.sns.fidelity: {s['sns']['fidelity']!r}; allowed: reference, paper")
     if s["elastic_net_box"] not in (None, *BOXES):
         raise ValueError(f"consistency.elastic_net_box: {s['elastic_net_box']!r}; allowed: null, {', '.join(BOXES)}")
+    if not isinstance(s["fidelity_overrides"], dict):
+        raise ValueError(f"consistency.fidelity_overrides: {s['fidelity_overrides']!r} must be a mapping of switches")
+    run_fidelity(s)  # an unknown mode or switch stops here, before any training
     return s
+
+
+def run_fidelity(settings: dict[str, Any]):
+    """The run's resolved fidelity (mode and overrides of resolved ``settings``)."""
+    from ..fidelity import resolve_fidelity
+
+    return resolve_fidelity(settings["fidelity"], settings["fidelity_overrides"])
 
 
 def _black2022_datasets(chosen: list[str], datasets: list[str]) -> list[str]:
@@ -134,6 +150,8 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     out = []
     common = {k: block[k] for k in ("sns", "lipschitz", "vae_epochs", "elastic_net_box") if k in block}
+    common.update(fidelity=config.get("fidelity", "reference"),
+                  fidelity_overrides=dict(config.get("fidelity_overrides") or {}))
     for d in _black2022_datasets(block.get("datasets") or [], list(config.get("datasets") or [])):
         settings = {**common, **{k: block[k] for k in ("methods", "n_models", "n_factuals", "epochs") if k in block}}
         settings["data_params"] = (config.get("data_params") or {}).get(d, {})
@@ -222,7 +240,8 @@ def _members(part: str, dataset: str, seed: int, s: dict[str, Any], plan_n_train
     members, ecco, first = {}, {}, None
     for label, objective in (("CT", "full"), ("BL", "vanilla")):
         def cfg(sd: int, objective=objective) -> dict:
-            return model_config(dataset, "single", objective, sd, epochs=s["epochs"], data_params=s["data_params"])
+            return model_config(dataset, "single", objective, sd, epochs=s["epochs"], data_params=s["data_params"],
+                                fidelity=s["fidelity"], fidelity_overrides=s["fidelity_overrides"])
 
         p = prepare_training(cfg(seed), None if first is None else first.data)
         first = first or p
@@ -235,8 +254,9 @@ def _members(part: str, dataset: str, seed: int, s: dict[str, Any], plan_n_train
         base = Member(p.model, p.objective, p.params, p.generator, p.conv)
         members[label] = retraining_members(base, make_rs, plan, len(p.data.y_train), prefix=f"{label}/")
         ecco[label] = (make_generator(p.cfg["generator"], p.fid), p.conv)
-    info = {"configs": {lab: model_config(dataset, "single", o, seed, epochs=s["epochs"]) for lab, o in
-                        (("CT", "full"), ("BL", "vanilla"))}}
+    info = {"configs": {lab: model_config(dataset, "single", o, seed, epochs=s["epochs"], fidelity=s["fidelity"],
+                                          fidelity_overrides=s["fidelity_overrides"])
+                        for lab, o in (("CT", "full"), ("BL", "vanilla"))}}
     return first.data, first.cons, first.fid, members, ecco, plan, info
 
 
@@ -280,7 +300,7 @@ def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
     eps = float(eps or median_norm(X))
     sns_radius = float(s["sns"]["radius"] or s["sns"]["radius_factor"] * eps)
     arch = ARCHITECTURES.get(dataset, DEFAULT_ARCHITECTURE)
-    box = s["elastic_net_box"] or fid.elastic_net_box
+    box = s["elastic_net_box"] or run_fidelity(s).elastic_net_box
     vae = None
     if any(m.startswith("latent_random") for m in s["methods"]):
         t = time.process_time()
@@ -329,4 +349,4 @@ def write(df: pd.DataFrame, out: str | Path) -> Path:
 
 
 __all__ = ["ARCHITECTURES", "DEFAULTS", "PARTS", "TABLE1_METHODS", "Architecture", "jobs",
-           "resolve_settings", "run", "write"]
+           "resolve_settings", "run", "run_fidelity", "write"]

@@ -171,7 +171,7 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     ``datasets``. ``seeds``: ``fidelity_study.seeds``, or null = the profile's seeds, so each switch's effect carries
     the same seed-level uncertainty as Table 1. ``reuse`` (``<objective>_s<seed>`` → path): the final models of the
     switch's experiment that this profile trains; the study loads one only where its config is exactly the one it
-    would train."""
+    would train. ``fidelity_overrides``: the run's, which the study keeps for every switch but the one it varies."""
     from .final_training import members, model_path
 
     study = config.get("fidelity_study") or {}
@@ -187,7 +187,7 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
         reuse = {f"{o}_s{s}": p for s in seeds for o in ("full", "vanilla")
                  if (p := model_path(config, SWITCHES[sw].experiment, ds, o, s)) in finals}
         out.append({"switch": sw, "dataset": ds, "seeds": seeds, "quick": bool(study.get("quick", False)),
-                    "reuse": reuse})
+                    "reuse": reuse, "fidelity_overrides": dict(config.get("fidelity_overrides") or {})})
     return out
 
 
@@ -203,8 +203,13 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
                n_runs: int | None = None, n_individuals: int | None = None, quick: bool = False,
                lambdas: tuple[float, ...] | None = None, progress: bool = False,
                seeds: tuple[int, ...] | list[int] | None = None,
-               reuse: dict[str, str | Path] | None = None) -> pd.DataFrame:
+               reuse: dict[str, str | Path] | None = None,
+               fidelity_overrides: dict[str, Any] | None = None) -> pd.DataFrame:
     """Measure the effect of flipping ``switch`` from its reference to its paper value on ``dataset``.
+
+    The study runs in the reference mode with the run's ``fidelity_overrides`` (the workflow passes its own) for every
+    other switch, so its models and data are those of the run's Table 1; the studied switch takes its reference value
+    in one setting and its paper value in the other, whatever the overrides say of it.
 
     ``seeds`` are the training seeds (default: ``(seed,)``); every model is trained once per seed (all of them in one
     population call) and each setting's metrics pool the evaluation runs of all seeds, as Table 1 does, with the
@@ -223,7 +228,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
     from ..data import load_dataset
     from ..data.registry import family as dataset_family
     from ..evaluation.protocol import EvalProtocol, evaluate_counterfactuals, performance
-    from ..fidelity import resolve_fidelity
+    from ..fidelity import check_switches, resolve_fidelity
     from ..paper_settings import model_config
     from ..training.pipeline import FailedTraining, train_population_from_configs
 
@@ -252,6 +257,9 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
     if switch == "synthetic_mutability_zero_reg_adv" and family != "synthetic":
         notes.append(f"the switch only acts on synthetic data; {dataset} is {family}, so no effect is expected")
 
+    # the run's other switches, in both settings (an override of the studied switch itself is what the study varies)
+    base = {k: v for k, v in check_switches(fidelity_overrides or {}).items() if k != switch}
+    side["fidelity_overrides"] = base
     t_start = time.perf_counter()
     data_cache: dict[str, Any] = {}
 
@@ -262,7 +270,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
         return data_cache[key]
 
     try:
-        data_for({})
+        data_for(base)
     except FileNotFoundError as err:
         first = str(err).splitlines()[0]
         note = f"skipped: data for {dataset} not found ({first})"
@@ -275,7 +283,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
     plan: dict[tuple[str, str, int], str] = {}
     for setting, value in spec.values().items():
         # the reference value is the default: trained with no override, as the workflow's final models are
-        fid_over = {switch: value} if spec.kind == "fidelity" and setting == "paper" else {}
+        fid_over = {**base, switch: value} if spec.kind == "fidelity" and setting == "paper" else dict(base)
         for s in seeds:
             for name, objective in (("CT", "full"), ("BL", "vanilla")):
                 retrain = spec.retrain == "all" or (spec.retrain == "ct" and objective == "full")
@@ -283,7 +291,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
                 # vanilla model never searches counterfactuals in training, and the evaluation constrains the search
                 exp = "single" if objective == "vanilla" else spec.experiment
                 cfg = model_config(dataset, exp, objective, s, fidelity="reference",
-                                   fidelity_overrides=fid_over if retrain else {}, epochs=epochs)
+                                   fidelity_overrides=fid_over if retrain else dict(base), epochs=epochs)
                 key = json.dumps(cfg, sort_keys=True, default=str)
                 configs.setdefault(key, cfg)
                 plan[(setting, name, s)] = key
@@ -304,7 +312,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
     values: dict[str, dict[str, tuple[float, dict[str, Any]]]] = {}
     settings_meta: dict[str, Any] = {}
     for setting, value in spec.values().items():
-        fid_over = {switch: value} if spec.kind == "fidelity" else {}
+        fid_over = {**base, switch: value} if spec.kind == "fidelity" else dict(base)
         proto_over = {switch: value} if spec.kind == "protocol" else {}
         data = data_for(fid_over)
         fid = resolve_fidelity("reference", fid_over)

@@ -9,7 +9,7 @@ import re
 from snakemake.io import regex_from_filepattern
 
 from ctbench.code_version import fingerprint
-from ctbench.fidelity import resolve_fidelity
+from ctbench.fidelity import DATA_SWITCHES, resolve_fidelity
 
 
 def job(kind, **fixed):

@@ -3,7 +3,10 @@ rule data:
     output:
         W.pattern("data"),
     params:
-        fidelity=config["fidelity"],
+        # the switches that shape the data (ctbench.fidelity.DATA_SWITCHES), resolved: a change reruns this rule
+        fidelity={k: FIDELITY[k] for k in DATA_SWITCHES},
+        overrides=json.dumps({k: v for k, v in (config.get("fidelity_overrides") or {}).items()
+                              if k in DATA_SWITCHES}, sort_keys=True),
         data_params=lambda w: json.dumps((config.get("data_params") or {}).get(w.dataset, {}), sort_keys=True),
         code=code("data_cmds"),
     benchmark:
@@ -15,5 +18,5 @@ rule data:
     conda:
         "../../envs/ctbench.yaml"
     shell:
-        "ctbench data prepare {wildcards.dataset} --fidelity {params.fidelity} --params {params.data_params:q} "
-        "--out {output} > {log} 2>&1"
+        "ctbench data prepare {wildcards.dataset} --fidelity {config[fidelity]} "
+        "--fidelity-overrides {params.overrides:q} --params {params.data_params:q} --out {output} > {log} 2>&1"

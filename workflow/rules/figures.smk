@@ -7,6 +7,9 @@ rule figure1:
     params:
         job=lambda w: W.job("figures", figure="figure1"),
         quick=lambda w: "--quick" if W.job("figures", figure="figure1")["quick"] else "",
+        # the run's fidelity mode and overrides (LS's blob centres, the search's step, ...)
+        fidelity=lambda w: ["--fidelity", (j := W.job("figures", figure="figure1"))["fidelity"],
+                            "--fidelity-overrides", json.dumps(j["fidelity_overrides"], sort_keys=True)],
         out=W.path("report"),
         code=code("figure_cmds"),
     benchmark:
@@ -16,7 +19,7 @@ rule figure1:
     conda:
         "../../envs/ctbench.yaml"
     shell:
-        "ctbench figure1 {params.quick} --out {params.out} > {log} 2>&1"
+        "ctbench figure1 {params.quick} {params.fidelity:q} --out {params.out} > {log} 2>&1"
 
 
 rule mnist_figures:
@@ -55,6 +58,8 @@ rule fidelity_effect:
         seeds=lambda w: W.job("fidelity_effect", w)["seeds"],
         reuse=lambda w: ["--reuse", *(f"{k}={v}" for k, v in r.items())] if (
             r := W.job("fidelity_effect", w)["reuse"]) else [],
+        # the run's fidelity overrides: the study keeps them for every switch but the one it varies
+        overrides=lambda w: json.dumps(W.job("fidelity_effect", w)["fidelity_overrides"], sort_keys=True),
         code=code("study_cmds"),
     threads: 1
     resources:
@@ -68,7 +73,8 @@ rule fidelity_effect:
         "../../envs/ctbench.yaml"
     shell:
         "ctbench fidelity-effect --switch {wildcards.switch} --dataset {wildcards.dataset} {params.quick} "
-        "--seeds {params.seeds} {params.reuse:q} --out {output} > {log} 2>&1"
+        "--seeds {params.seeds} {params.reuse:q} --fidelity-overrides {params.overrides:q} --out {output} "
+        "> {log} 2>&1"
 
 
 rule fidelity_effects:

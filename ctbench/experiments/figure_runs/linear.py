@@ -9,7 +9,8 @@ reference §12 (``paper/sections/other/constraints.qmd``) where they apply to a 
 * generator **Generic** (Wachter: cross-entropy + λ_cst·L1, λ_cst = 0.001, step η = 0.1 of the reference mode)
   in training *and* for the plotted counterfactuals, threshold convergence τ = 0.75, T = 30;
 * CT weights λ = [λ_clf, λ_div, λ_reg, λ_adv] = [1, 0.5, 0.01, 0.1], nce = 1000 counterfactuals per epoch,
-  batch size 50, fidelity ``reference``;
+  batch size 50, the run's fidelity (``reference`` in the paper profile; the workflow passes its mode and
+  overrides);
 * deviations (documented choices): the caption's linear classifier instead of the notebook's MLP; the *first*
   feature immutable (the caption's *age*, the protected feature of ``lin_sep`` in all mutability runs) instead of
   the notebook's second; Adam with learning rate 0.01 instead of the notebook's AMSGrad (ctbench trains with Adam),
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import time
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -84,7 +86,8 @@ def _train_fig1(data, objective: str, immutable: bool, seed: int, epochs: int, f
 
 
 def figure1(seed: int = 0, epochs: int | None = None, quick: bool = False,
-            n_factuals: int | None = None) -> pd.DataFrame:
+            n_factuals: int | None = None, fidelity: str | None = None,
+            fidelity_overrides: dict[str, Any] | None = None) -> pd.DataFrame:
     """The run behind the paper's Figure 1 (see the module docstring): the table written as ``figure1.csv``, with
     what the drawing needs in its ``attrs`` (``panels``, ``train`` = (X, y) of the training split, ``meta`` = the
     ``figure1.json`` sidecar). :func:`ctbench.cli.figure_cmds.write_figure1` draws and writes it.
@@ -102,7 +105,8 @@ def figure1(seed: int = 0, epochs: int | None = None, quick: bool = False,
     t0 = time.perf_counter()
     epochs = int(epochs if epochs is not None else (FIG1["quick_epochs"] if quick else FIG1["training"]["epochs"]))
     n_factuals = int(n_factuals or FIG1["n_factuals"])
-    fid = resolve_fidelity(FIG1["fidelity"])
+    # the run's fidelity (mode and overrides; the workflow passes its own): FIG1's mode when none is given
+    fid = resolve_fidelity(fidelity or FIG1["fidelity"], fidelity_overrides or {})
     data = load_dataset(FIG1["dataset"], fidelity=fid)
     D = data.n_features
     prev_threads = torch.get_num_threads()
@@ -152,7 +156,9 @@ def figure1(seed: int = 0, epochs: int | None = None, quick: bool = False,
     table = pd.DataFrame(rows)
     summary = {k: {"title": v["title"], "model": v["model"], "w": v["w"].tolist(), "bias": v["c"],
                    "sensitivity_ratio": v["ratio"], "valid": v["valid"]} for k, v in panel_info.items()}
-    side = {"kind": "figure1", "settings": {**copy.deepcopy(FIG1), "epochs": epochs}, "seed": seed, "quick": quick,
+    side = {"kind": "figure1", "settings": {**copy.deepcopy(FIG1), "epochs": epochs, "fidelity": fid.mode,
+                                            "fidelity_overrides": dict(fidelity_overrides or {})},
+            "fidelity_resolved": fid.to_dict(), "seed": seed, "quick": quick,
             "factual_test_indices": idx.tolist(), "panels": summary,
             "final_share_mature": {k: float(v["share_mature"].iloc[-1]) for k, v in logs.items() if k != "BL"},
             "acc_val": {k: float(v["acc_val"].iloc[-1]) for k, v in logs.items()},

@@ -13,11 +13,14 @@ from .mnist import mnist_figures
 
 
 def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """``{"figure": "figure1", "quick"}`` (quick in the smoke profile, as the workflow's rule) and
-    ``{"figure": "mnist", "ct", "bl"}``."""
+    """``{"figure": "figure1", "quick", "fidelity", "fidelity_overrides"}`` (quick in the smoke profile; the run's
+    fidelity mode and overrides, which shape Figure 1's data and search) and ``{"figure": "mnist", "ct", "bl"}`` (its
+    models carry their fidelity)."""
     if not (config.get("figures") or {}).get("enabled", True):
         return []
-    out = [{"figure": "figure1", "quick": config.get("profile") == "smoke"}]
+    out = [{"figure": "figure1", "quick": config.get("profile") == "smoke",
+            "fidelity": config.get("fidelity", "reference"),
+            "fidelity_overrides": dict(config.get("fidelity_overrides") or {})}]
     if "mnist" in config["datasets"] and "mutability" in config["experiments"]:
         s = int(config["seeds"][0])
         out.append({"figure": "mnist", "ct": model_path(config, "mutability", "mnist", "full", s),
