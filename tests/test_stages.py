@@ -161,7 +161,7 @@ def test_prop31():
 
 def test_figures():
     jobs = stage("figures").jobs(SMOKE)
-    assert jobs == [{"figure": "figure1", "quick": True}]
+    assert jobs == [{"figure": "figure1", "quick": True, "fidelity": "reference", "fidelity_overrides": {}}]
     mnist = stage("figures").jobs({**SMOKE, "datasets": ["mnist"]})[1]
     assert (mnist["ct"], mnist["bl"]) == ("results/smoke/models/mutability/mnist/full_s0.pt",
                                           "results/smoke/models/baseline/mnist/vanilla_s0.pt")
