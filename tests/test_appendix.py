@@ -140,6 +140,9 @@ def test_tuning_ip_figure_plots_the_csv_values():
         for pid, v in expected.items():
             assert medians[pid] == pytest.approx(v)
     assert paper_figure_number("tune_lr", "mature", "over") == 65 and paper_figure_number("tune", "ip", "mnist") == 36
+    # a dataset outside the paper: no figure number, its label as the title (before: "" + None raised TypeError)
+    other = summary[summary["dataset"] == "moons"].assign(dataset="my_data")
+    assert [a.get_title() for a in tuning_ip_figure(other, "tune").axes if a.get_visible()] == ["my_data"]
 
 
 def test_tuning_mature_figure_and_points():

@@ -111,6 +111,7 @@ def add_cli(subparsers) -> None:
     from ..experiments.fidelity import QUICK, SWITCHES  # no torch: the CLI starts without it (issue 21)
     from ..facts import CONSISTENCY_PARTS as PARTS
     from ..facts import EVALUATION
+    from ..paper_settings import COMMON
 
     e = subparsers.add_parser("fidelity-effect", help="effect of one fidelity switch (reference vs paper value)")
     e.add_argument("--switch", required=True, choices=sorted(SWITCHES))
@@ -119,7 +120,7 @@ def add_cli(subparsers) -> None:
     e.add_argument("--quick", action="store_true",
                    help=f"small sizes: {QUICK['epochs']} epochs, {QUICK['n_runs']} runs, "
                         f"{QUICK['n_individuals']} individuals")
-    e.add_argument("--epochs", type=int, help="training epochs (default: the paper's 100)")
+    e.add_argument("--epochs", type=int, help=f"training epochs (default: the paper's {COMMON['training']['epochs']})")
     e.add_argument("--n-runs", dest="n_runs", type=int, help=f"evaluation runs (default {EVALUATION['n_runs']})")
     e.add_argument("--n-individuals", dest="n_individuals", type=int, help="individuals per run (default: family's)")
     e.add_argument("--seed", type=int, default=0, help="seed of the evaluation protocol")

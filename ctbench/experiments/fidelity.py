@@ -229,7 +229,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
     from ..data.registry import family as dataset_family
     from ..evaluation.protocol import EvalProtocol, evaluate_counterfactuals, performance
     from ..fidelity import check_switches, resolve_fidelity
-    from ..paper_settings import model_config
+    from ..paper_settings import COMMON, model_config
     from ..training.pipeline import FailedTraining, train_population_from_configs
 
     if switch not in SWITCHES:
@@ -248,7 +248,8 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
         protocol_base = replace(protocol_base, n_individuals=int(n_individuals or QUICK["n_individuals"]))
     if lambdas is not None:
         protocol_base = replace(protocol_base, lambdas=tuple(float(v) for v in lambdas))
-    meta = {"experiment": spec.experiment, "epochs": epochs if epochs is not None else 100, "n_runs": n_runs,
+    meta = {"experiment": spec.experiment, "epochs": epochs if epochs is not None else COMMON["training"]["epochs"],
+            "n_runs": n_runs,
             "n_individuals": protocol_base.n_individuals, "seeds": seeds}
     side: dict[str, Any] = {"kind": "fidelity_effect", "switch": asdict(spec), "dataset": dataset, "seed": seed,
                             "training_seeds": list(seeds), "quick": quick, **{k: v for k, v in meta.items()

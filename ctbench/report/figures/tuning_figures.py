@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ...experiments.grids import GRIDS
+from ...facts import DATASETS
 from ...io import atomic_write_text, save_figure
 from ..common import dataset_label
 from .grid_figures import PARAM_LABELS, load_chunks, varied_parameters
@@ -35,9 +36,7 @@ TUNING_GRIDS = ("tune", "tune_lr")
 #: the paper's panel order (appendix E: alphabetical by the datasets' full names)
 PAPER_DATASET_ORDER = ("adult", "california_housing", "circles", "credit_default", "gmsc", "lin_sep", "mnist",
                        "moons", "over")
-FULL_NAMES = {"adult": "Adult", "california_housing": "California Housing", "circles": "Circles",
-              "credit_default": "Credit", "gmsc": "GMSC", "lin_sep": "Linearly Separable", "mnist": "MNIST",
-              "moons": "Moons", "over": "Overlapping"}
+FULL_NAMES = {d: f.full_name for d, f in DATASETS.items()}  # the catalogue's full names (panel titles)
 #: the paper's number of the first figure (dataset Adult) of each (grid, kind); the others follow in panel order
 FIRST_FIGURE = {("tune", "ip"): 30, ("tune", "mature"): 39, ("tune_lr", "ip"): 48, ("tune_lr", "mature"): 57}
 
@@ -98,7 +97,7 @@ def _colours(values: list) -> dict:
 
 def _title(grid: str, kind: str, ds: str) -> str:
     n = paper_figure_number(grid, kind, ds)
-    return (f"Fig. {n}: " if n else "") + FULL_NAMES.get(ds) or dataset_label(ds)
+    return (f"Fig. {n}: " if n else "") + (FULL_NAMES.get(ds) or dataset_label(ds))
 
 
 @styled
