@@ -165,7 +165,7 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
     from .data import available
     from .data.plugins import HOW_TO
     from .data.registry import family
-    from .evaluation.protocol import EvalProtocol
+    from .evaluation.settings import EvalProtocol
     from .experiments.grids import baseline_config, grid_points, grid_protocol, point_config
     from .fidelity import resolve_fidelity
     from .training.preflight import check_data, check_device, check_train_config

@@ -7,7 +7,7 @@ from ..facts import ATTRIBUTION
 
 
 def _protocol_overrides(items: list[str] | None) -> dict:
-    from ..evaluation.protocol import check_protocol_overrides
+    from ..evaluation.settings import check_protocol_overrides
     from ..yaml12 import split_assignment
 
     out = dict(split_assignment(kv, "--set", "n_runs=10") for kv in items or [])

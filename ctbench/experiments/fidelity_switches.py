@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..evaluation.protocol import EvalProtocol
+from ..evaluation.settings import EvalProtocol
 from ..fidelity import PRESETS, Fidelity
 
 __all__ = ["SWITCHES", "SwitchSpec", "default_plan"]

@@ -18,7 +18,7 @@ from .definitions import GRID_EVAL, GRIDS, baseline_key, chunks, find_points, gr
 
 def grid_protocol(eval_overrides: dict[str, Any] | None = None):
     """The grid :class:`~ctbench.evaluation.protocol.EvalProtocol` with ``eval_overrides`` applied."""
-    from ...evaluation.protocol import EvalProtocol, check_protocol_overrides
+    from ...evaluation.settings import EvalProtocol, check_protocol_overrides
 
     spec = check_protocol_overrides({**GRID_EVAL, **(eval_overrides or {})}, "grid evaluation")
     return EvalProtocol(**spec)
