@@ -223,19 +223,19 @@ def test_a_plugin_datasets_label_shows_in_the_report(outputs, tmp_path, monkeypa
 
     monkeypatch.setattr(registry, "_LOADERS", dict(registry._LOADERS))
     monkeypatch.setattr(registry, "_INFO", dict(registry._INFO))
-    registry.register("my_data", family="synthetic", label="My Data")(lambda **kw: None)
+    registry.register("label_probe", family="synthetic", label="My Data")(lambda **kw: None)
     evals = []
-    for name in ("single.csv.gz", "mut.csv.gz"):  # the lin_sep evaluations, renamed my_data
+    for name in ("single.csv.gz", "mut.csv.gz"):  # the lin_sep evaluations, renamed label_probe
         df = pd.read_csv(outputs / name)
-        df["dataset"] = "my_data"
+        df["dataset"] = "label_probe"
         df.to_csv(tmp_path / name, index=False)
         side = read_json_file(outputs / f"{name}.json", "sidecar")
-        (tmp_path / f"{name}.json").write_text(json.dumps({**side, "dataset": "my_data"}))
+        (tmp_path / f"{name}.json").write_text(json.dumps({**side, "dataset": "label_probe"}))
         evals.append(str(tmp_path / name))
     rep = tmp_path / "report"
     assert main(["report", "--eval", *evals, "--n-boot", "20", "--published", "none", "--out", str(rep)]) == 0
     table1 = pd.read_csv(rep / "table1.csv")
-    assert "My Data" in set(table1["dataset"]) and "my_data" not in set(table1["dataset"])
+    assert "My Data" in set(table1["dataset"]) and "label_probe" not in set(table1["dataset"])
     for f in rep.glob("*.csv"):
-        assert "my_data" not in f.read_text(), f.name
+        assert "label_probe" not in f.read_text(), f.name
     assert "LS" in set(pd.read_csv(outputs / "report" / "table1.csv")["dataset"])  # a paper dataset: its label
