@@ -2,7 +2,9 @@
 ``ctbench consistency`` (:mod:`ctbench.experiments.consistency`).
 
 * ``consistency_table1``: 003's Table 1 regenerated — per method × dataset the mean invalidation rate over valid
-  counterfactuals under LOO and RS, validity, mean L1/L2 cost, next to the published IV and L2 cost;
+  counterfactuals under LOO and RS, validity, mean L1/L2 cost (and their SDs), next to the published values
+  (:mod:`.black2022_published`): IV and its SDs (Tables 1, 3), success rate (Table 2), L2 and L1 cost with SDs
+  (Tables 1, 4);
 * ``consistency_r2``: per dataset the r² of invalidation on L2 cost over all valid counterfactuals of all methods
   (IV over all retrained models of both sources, as the paper pools them), per source, without the SNS methods,
   and the r² on confidence and on the local Lipschitz estimate, next to the published r²;
@@ -71,7 +73,17 @@ def _iv_all(df: pd.DataFrame) -> pd.Series:
     return num / (n_rs + n_loo).replace(0, np.nan)
 
 
+#: the columns of ``consistency_table1`` before the comparison with Tables 2-4 (claims and prose read them by name;
+#: the new columns come after them)
+TABLE1_COLUMNS = ["method", "dataset", "validity", "n", "sns", "iv_loo", "iv_rs", "sd_loo", "sd_rs", "cost_l1",
+                  "cost_l2", "n_valid", "pub_iv_loo", "pub_iv_rs", "pub_cost_l2", "diff_iv_loo", "diff_iv_rs",
+                  "diff_cost_l2"]
+
+
 def table1(df: pd.DataFrame, published_dir: str | Path | None) -> pd.DataFrame:
+    """003's Table 1 from the per-counterfactual rows: IV, validity and cost per (method, dataset) over the valid
+    counterfactuals (``sd_*``: spread over them), beside every published value (``pub_*``, ``diff_*`` = ours −
+    published) when ``published_dir`` is given."""
     d = _labels(df[df["part"] == "black2022"])
     if d.empty:
         return pd.DataFrame()
@@ -79,21 +91,21 @@ def table1(df: pd.DataFrame, published_dir: str | Path | None) -> pd.DataFrame:
     g = valid.groupby(["method", "dataset"], sort=False)
     out = g.agg(iv_loo=("iv_loo", "mean"), iv_rs=("iv_rs", "mean"), sd_loo=("iv_loo", "std"),
                 sd_rs=("iv_rs", "std"), cost_l1=("cost_l1", "mean"), cost_l2=("cost_l2", "mean"),
-                n_valid=("valid", "size"))
+                n_valid=("valid", "size"), sd_cost_l1=("cost_l1", "std"), sd_cost_l2=("cost_l2", "std"))
     alln = d.groupby(["method", "dataset"], sort=False).agg(validity=("valid", "mean"), n=("valid", "size"),
                                                             sns=("sns", "first"))
     out = alln.join(out).reset_index()
     out["n_valid"] = out["n_valid"].fillna(0).astype(int)
+    cols = [*TABLE1_COLUMNS[:12], "sd_cost_l1", "sd_cost_l2"]
     if published_dir is not None:
-        pub = Path(published_dir)
-        iv = pd.read_csv(pub / "black2022_table1_invalidation.csv").rename(
-            columns={"iv_loo": "pub_iv_loo", "iv_rs": "pub_iv_rs"})
-        cost = pd.read_csv(pub / "black2022_table1_cost_r2.csv")[["method", "dataset", "cost_l2"]].rename(
-            columns={"cost_l2": "pub_cost_l2"})
-        out = out.merge(iv, on=["method", "dataset"], how="left").merge(cost, on=["method", "dataset"], how="left")
-        for c in ("iv_loo", "iv_rs", "cost_l2"):
+        from .black2022_published import PUB_COLUMNS, published
+
+        out = out.merge(published(published_dir), on=["method", "dataset"], how="left")
+        for c in ("iv_loo", "iv_rs", "cost_l2", "validity", "cost_l1"):
             out[f"diff_{c}"] = out[c] - out[f"pub_{c}"]
-    return _order(out, ["method", "dataset"]).reset_index(drop=True)
+        cols = [*TABLE1_COLUMNS, "sd_cost_l1", "sd_cost_l2",
+                *[c for c in PUB_COLUMNS if c not in TABLE1_COLUMNS], "diff_validity", "diff_cost_l1"]
+    return _order(out[cols], ["method", "dataset"]).reset_index(drop=True)
 
 
 def r2_table(df: pd.DataFrame, published_dir: str | Path | None) -> pd.DataFrame:
@@ -255,5 +267,5 @@ def write_consistency(out: str | Path, files: Iterable[str | Path],
     return written
 
 
-__all__ = ["DATASET_LABELS", "METHOD_LABELS", "ct_tables", "figure", "models_table", "r2_table", "read",
-           "sns_pairs", "table1", "write_consistency"]
+__all__ = ["DATASET_LABELS", "METHOD_LABELS", "TABLE1_COLUMNS", "ct_tables", "figure", "models_table", "r2_table",
+           "read", "sns_pairs", "table1", "write_consistency"]
