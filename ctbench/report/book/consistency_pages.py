@@ -176,16 +176,20 @@ def render_boxes(report: Path | None) -> str:
               "`art`, stock ART's [0, 1] clamp in every shrinkage step and one scalar clip range at the end (what "
               "the authors ran, and the default), and `feature`, each feature's own domain (the `paper` preset). "
               "Success rate over the factuals; mean invalidation rate (LOO, RS) and mean cost over the valid "
-              "counterfactuals; the paper's values in parentheses (\"–\": not published or not in the reference "
-              "notes).\n\n")
+              "counterfactuals; the paper's values in parentheses (\"–\": not published; success rates from App. B.3 "
+              "Table 2).\n\n")
     return legend + "\n".join(lines) + "\n"
 
 
 def pages(report: Path | None) -> dict[str, str]:
     """Include name → Markdown for ``book.render_includes`` (tables here, prose from :mod:`..text.consistency_text`)."""
     from ..text.consistency_text import pages as text_pages
+    from .consistency_published import render_table as render_published
+    from .consistency_published import render_text as render_published_text
 
     return {"consistency_table1": render_table1(report), "consistency_cost": render_cost(report),
+            "consistency_published": render_published(report),
+            "consistency_published_text": render_published_text(report),
             "consistency_r2": render_r2(report), "consistency_pairs": render_pairs(report),
             "consistency_figure": render_figure(report), "consistency_ct": render_ct(report),
             "consistency_answer": answer(report), "consistency_models": render_models(report),
