@@ -343,6 +343,7 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
     dataset name → (source, licence) of its raw files for the dataset table. ``settings``: the report's aggregation
     switches, recorded as ``report_settings``."""
     import json
+    from datetime import UTC, datetime
 
     out = Path(out)
     written: dict[str, Any] = {}
@@ -380,7 +381,8 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
 
         versions = summary(code_versions({"evaluations": evaluations, "models": models}))
     atomic_write_json(out / "provenance.json", {
-        "profile": profile, "fidelity": fid, "report_settings": (settings or ReportSettings()).to_dict(),
+        "profile": profile, "written_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "fidelity": fid, "report_settings": (settings or ReportSettings()).to_dict(),
         **provenance(), "machine": machine(), "config": config, **versions})
     written["provenance"] = "provenance.json"
     return written
