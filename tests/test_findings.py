@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -28,9 +29,56 @@ def test_first_page_of_the_committed_set_leads_with_the_findings():
     assert "vs July 2025" in page and "vs final" in page and "vs Black et al. 2022" in page
     assert "**The headline claims:**" in page and "`ig_protected_lower`" in page
     assert "Not reproduced against the July 2025 preprint" in page and "`t1_cost_moon`" in page
-    assert "farthest from the July 2025 preprint" in page and "| GMSC | IP* |" in page
+    assert "farthest from the July 2025 preprint" in page and "- **GMSC IP\\***: ours 16.85" in page
+    assert "CT's test accuracy is 8.4 percentage points below BL's" in page   # the cell's facts, its causes
     assert "Over training seeds" in page and "5 seeds" in page
+    assert "GMSC IP\\* from -8.7 to +49.6% over 5 seeds" in page                # the widest spread over seeds
     assert "This book shows the" not in page                 # the paper profile needs no warning
+
+
+def _copy_report(tmp_path: Path) -> Path:
+    """The committed files the first page reads, in a folder of the test's own."""
+    rep = tmp_path / "report"
+    rep.mkdir()
+    for name in ("verdicts.csv", "table1.csv", "provenance.json", "performance.csv", "performance_seeds.csv",
+                 "table3.csv"):
+        shutil.copy(COMMITTED / name, rep / name)
+    return rep
+
+
+def _verdicts(rep: Path) -> pd.DataFrame:
+    return pd.read_csv(rep / "verdicts.csv", keep_default_na=False)
+
+
+def test_the_first_page_follows_its_files(tmp_path):
+    """Every part of the first page is read from a file: change the file, the text changes."""
+    rep = _copy_report(tmp_path)
+    before = render_findings(rep, _verdicts(rep))
+    assert "| ✗ **not reproduced** | 7 |" in before and "on 2026-" not in before
+
+    prov = json.loads((rep / "provenance.json").read_text())
+    prov.update(profile="quick", written_utc="2031-02-03T04:05:06+00:00")
+    (rep / "provenance.json").write_text(json.dumps(prov))
+    v = _verdicts(rep)
+    v.loc[v["claim"] == "ip_avg", ["verdict", "verdict_preprint_2025_07"]] = "not reproduced"
+    v.loc[v["claim"] == "ip_avg", "note"] = "a reason only this test writes"
+    v.to_csv(rep / "verdicts.csv", index=False)
+    t1 = pd.read_csv(rep / "table1.csv")
+    cell = (t1["dataset"] == "Circ") & (t1["metric"] == "IP")
+    t1.loc[cell, ["reduction_pct", "diff_pct"]] = [-150.0, -200.0]
+    t1.loc[cell, "seed_values"] = "-300.0 100.0"
+    t1.to_csv(rep / "table1.csv", index=False)
+
+    after = render_findings(rep, _verdicts(rep))
+    assert after.startswith("```{warning}\nThis book shows the **`quick`** profile")
+    assert "written on 2031-02-03" in after
+    assert "| ✗ **not reproduced** | 8 |" in after
+    assert "- `ip_avg`: CT reduces IP on average over the nine datasets — a reason only this test writes" in after
+    row = next(line for line in after.splitlines() if "`ip_avg`" in line and line.startswith("| "))
+    assert row.rstrip(" |").endswith("✗ **not reproduced**<br><small>final: ✓ reproduced</small>")
+    farthest = after.split("farthest from the July 2025 preprint")[1]
+    assert farthest.split("\n- ")[1].startswith("**Circ IP**: ours -150.00")      # now the first of the five
+    assert "the widest ranges of a cell's reduction over training seeds: Circ IP from -300.0 to +100.0%" in after
 
 
 def test_a_quick_profile_book_says_so_on_its_first_page(tmp_path):

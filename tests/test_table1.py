@@ -6,7 +6,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from ctbench.errors import ConfigError
 from ctbench.evaluation.aggregate import reduction_table
+from ctbench.report.settings import ReportSettings, report_settings
 from ctbench.report.tables.table1 import (
     AGREE,
     DISAGREE,
@@ -69,15 +71,51 @@ def test_seed_level_interval_is_a_t_interval_over_per_seed_reductions():
     assert bool(tight["seed_significant"]) and tight["seed_lb"] > 15
 
 
-def test_cells_with_nan_metrics_are_not_computable_not_averaged():
+def _with_nan_groups():
+    """LS and Circ, where half of LS's IP* values are NaN (groups of one counterfactual); CT's surviving LS values are
+    those of the even runs, made 0.5 × BL so that the drop rule's cell (50%) is far from the full frame's (≈ 25%)."""
     df = pd.concat([frame([0.8, 0.7]), frame([0.8, 0.7], dataset="Circ")], ignore_index=True)
-    df.loc[(df.index % 2 == 0) & (df["dataset"] == "LS"), "ip_star"] = np.nan  # groups of one counterfactual
-    t = table1(df).set_index(["dataset", "metric"])
+    ls = df["dataset"] == "LS"
+    df.loc[ls & (df["run"] % 2 == 1), "ip_star"] = np.nan
+    df.loc[ls & (df["run"] % 2 == 0) & (df["objective"] == "full"), "ip_star"] = 0.05
+    df.loc[ls & (df["run"] % 2 == 0) & (df["objective"] == "vanilla"), "ip_star"] = 0.1
+    return df
+
+
+def test_withhold_leaves_cells_with_many_nan_values_not_computable():
+    df = _with_nan_groups()
+    t = table1(df, ReportSettings(ip_star_nan_groups="withhold")).set_index(["dataset", "metric"])
     cell = t.loc[("LS", "IP*")]
     assert pd.isna(cell["reduction_pct"]) and pd.isna(cell["seed_mean"]) and pd.isna(cell["significant"])
     assert cell["flag"].startswith("not computable: 50% of the IP* values are NaN")
+    assert "ip_star_nan_groups = withhold" in cell["flag"]
     assert t.loc[("LS", "IP"), "flag"] == "" and np.isfinite(t.loc[("LS", "IP"), "reduction_pct"])
     assert bool(t.loc[("Circ", "IP*"), "significant"])  # the other cells keep their stars
+    assert "average of 1 datasets" in t.loc[("Avg.", "IP*"), "flag"]
+
+
+def test_drop_averages_the_groups_of_two_or_more_as_the_authors_did():
+    """The default (reference §7.3, §7.4 step 1): NaN groups are left out and the cell is computed over the rest,
+    with the NaN share on the cell; the switch changes the cell from empty to the 50% of the surviving groups."""
+    df = _with_nan_groups()
+    t = table1(df).set_index(["dataset", "metric"])
+    assert t.equals(table1(df, report_settings({"ip_star_nan_groups": "drop"})).set_index(["dataset", "metric"]))
+    cell = t.loc[("LS", "IP*")]
+    assert cell["reduction_pct"] == pytest.approx(50.0) and cell["seed_mean"] == pytest.approx(50.0)
+    assert cell["n_runs"] == 6  # the even runs of both seeds; the odd runs have no IP* left
+    assert cell["nan_share"] == pytest.approx(0.5)
+    assert cell["flag"] == ("50% of the IP* values are NaN (groups of fewer than 2 counterfactuals), left out of the "
+                            "means as the authors' code does (ip_star_nan_groups = drop)")
+    assert "average of 2 datasets" in t.loc[("Avg.", "IP*"), "flag"]  # LS is in it
+    assert t.loc[("Avg.", "IP*"), "reduction_pct"] == pytest.approx(
+        (50.0 + t.loc[("Circ", "IP*"), "reduction_pct"]) / 2)
+
+
+def test_an_unknown_nan_rule_is_refused():
+    with pytest.raises(ConfigError, match="ip_star_nan_groups.*drop.*withhold|drop.*withhold"):
+        report_settings({"ip_star_nan_groups": "keep"})
+    with pytest.raises(ConfigError, match="did you mean 'ip_star_nan_groups'"):
+        report_settings({"ip_star_nan_group": "drop"})
 
 
 def test_cells_resting_on_few_valid_counterfactuals_are_flagged():

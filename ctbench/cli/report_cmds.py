@@ -125,13 +125,16 @@ def _cmd_report(args) -> int:
 
 
 def _write_tables(args, out, published, versions, write_report, write_extras, write_appendix) -> dict:
+    from ..report.settings import report_settings
+
+    settings = report_settings({"ip_star_nan_groups": args.ip_star_nan_groups})
     written = write_report(out, evaluations=args.eval or [], robustness=args.robustness or [],
                            attribution=args.attribution or [], published_dir=published,
-                           benchmarks_dir=args.benchmarks, n_boot=args.n_boot)
+                           benchmarks_dir=args.benchmarks, n_boot=args.n_boot, settings=settings)
     written.update(write_extras(out, evaluations=args.eval or [], models=args.models or [],
                                 tuned=args.tuned or [], grids=args.grids or [], profile=args.profile,
                                 config=_config_json(args.config_json), versions=versions,
-                                sources=_data_sources(args.models or [])))
+                                sources=_data_sources(args.models or []), settings=settings))
     # appendix Tables 2, 4-6 and Figures 30-65 (composed here: report.appendix builds on report.tables)
     written.update(write_appendix(out, grids=args.grids or [], models=args.models or [],
                                   tuned=args.tuned or []))
@@ -281,6 +284,10 @@ def add_cli(sub) -> None:
                     help="the resolved workflow config as JSON (the workflow passes it), recorded in provenance.json")
     rp.add_argument("--benchmarks", help="folder of Snakemake benchmark files: adds CPU time per stage")
     rp.add_argument("--n-boot", dest="n_boot", type=int, default=1000)
+    rp.add_argument("--ip-star-nan-groups", dest="ip_star_nan_groups", choices=("drop", "withhold"), default="drop",
+                    help="IP* groups with fewer than 2 counterfactuals (NaN; MNIST): 'drop' them from the means as "
+                         "the authors' code does (default, the NaN share noted on the cell) or 'withhold' a cell with "
+                         "more than 10%% NaN values as not computable (ctbench.report.settings)")
     rp.add_argument("--stages", nargs="*", default=None,
                     help="the other stages this run enables that write into the report folder (figure1, "
                          "mnist_figures, prop31, fidelity_study; the workflow passes them): their files stay, every "

@@ -49,6 +49,8 @@ rule report:
             ("mnist_figures", any(j["figure"] == "mnist" for j in W.jobs("figures"))),
             ("prop31", W.jobs("prop31")), ("fidelity_study", W.jobs("fidelity_effect"))) if on),
         publish="--publish" if config.get("report", {}).get("publish", False) else "",
+        # the report's aggregation switch (ctbench.report.settings): NaN IP* groups dropped (authors) or withheld
+        nan_groups=config.get("report", {}).get("ip_star_nan_groups", "drop"),
         out=W.path("report"),
         code=code("report_cmds"),
     benchmark:
@@ -60,7 +62,8 @@ rule report:
     shell:
         "ctbench report --eval {input.evals} --models {input.models} {params.optional} --claims {input.claims} "
         "--benchmarks {params.benchmarks} --profile {params.profile} --config-json {params.config_json:q} "
-        "--stages {params.stages} {params.publish} --out {params.out} > {log} 2>&1"
+        "--stages {params.stages} {params.publish} --ip-star-nan-groups {params.nan_groups} --out {params.out} "
+        "> {log} 2>&1"
 
 
 # What the book (and the report gallery) shows: the report, the figures with models of their own, the fidelity study.

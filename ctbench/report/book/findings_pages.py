@@ -18,6 +18,7 @@ import pandas as pd
 from ...facts import VERSION_LABELS
 from ...io import is_dirty
 from ..common import read_report_csv, truthy
+from ..text.discrepancy_text import cell_facts, facts_inputs
 from .md import cell_text, md_table
 
 #: short verdict marks for narrow tables (the ledger and this page)
@@ -54,9 +55,11 @@ def render_run(report: Path | None) -> str:
     profile = prov.get("profile") or "unknown"
     commit = prov.get("git_commit")
     date = _commit_date(commit)
+    written = str(prov.get("written_utc") or "")[:10]
     who = (f"commit `{str(commit)[:7]}`" + (" with uncommitted changes" if commit and is_dirty(commit) else "")
            if commit else "an unrecorded commit")
-    text = (f"**The run shown.** Profile `{profile}`; the report was written at {who}"
+    text = (f"**The run shown.** Profile `{profile}`; the report was written"
+            + (f" on {written}" if written else "") + f" at {who}"
             + (f" (committed {date})" if date else "") + "; the code versions of its inputs are listed below.\n")
     if profile != "paper":
         text = ("```{warning}\n"
@@ -100,7 +103,7 @@ def _headlines(verdicts: pd.DataFrame) -> str:
     return md_table(["headline claim", "published / ours", "verdict vs July 2025"], rows)
 
 
-def _disagreements(verdicts: pd.DataFrame, table1: pd.DataFrame | None, top: int = 5) -> str:
+def _disagreements(verdicts: pd.DataFrame, table1: pd.DataFrame | None, report: Path | None, top: int = 5) -> str:
     out = []
     bad = verdicts[verdicts["verdict"].astype(str) == "not reproduced"]
     if not bad.empty:
@@ -115,13 +118,16 @@ def _disagreements(verdicts: pd.DataFrame, table1: pd.DataFrame | None, top: int
         t = t.dropna(subset=["_abs"]).sort_values("_abs", ascending=False, kind="stable").head(top)
         if not t.empty:
             ver = version_label(str(t["pub_version"].iloc[0])) if "pub_version" in t.columns else "July 2025"
-            out.append(f"**The {len(t)} Table-1 cells farthest from the {ver} preprint** (percentage points; "
-                       "the [discrepancies chapter](discrepancies.md) gives each cell's facts and the switches "
-                       "that move it):\n")
-            rows = [[str(r["dataset"]), str(r["metric"]), f"{float(r['reduction_pct']):.2f}",
-                     f"{float(r['pub_reduction_pct']):.2f}", f"{float(r['diff_pct']):+.2f}",
-                     cell_text(r.get("flag", "")) if isinstance(r.get("flag"), str) else ""] for _, r in t.iterrows()]
-            out.append(md_table(["data", "metric", "ours", "published", "Δ", "flag"], rows))
+            out.append(f"**The {len(t)} Table-1 cells farthest from the {ver} preprint**, each with what the result "
+                       "files say about it (the [discrepancies chapter](discrepancies.md) has every cell that does "
+                       "not agree and the fidelity switches that move it):\n")
+            inputs = facts_inputs(report) if report is not None else (None, None, None)
+            for _, r in t.iterrows():
+                facts = cell_facts(r, *inputs)
+                out.append(f"- **{r['dataset']} {cell_text(r['metric'])}**: ours {float(r['reduction_pct']):.2f}, "
+                           f"published {float(r['pub_reduction_pct']):.2f} (Δ {float(r['diff_pct']):+.2f} pp)."
+                           + (f" {cell_text('; '.join(facts))}." if facts else ""))
+            out.append("")
     return "\n".join(out)
 
 
@@ -137,11 +143,26 @@ def _seeds(table1: pd.DataFrame | None) -> str:
     held = int((sig.eq(True) & pos).sum())
     neg = int((sig.eq(True) & ~pos).sum())
     unsure = int(sig.eq(False).sum())
-    hang = ", ".join(f"{r['dataset']} {r['metric']}" for _, r in t[sig.eq(False)].iterrows())
+    hang = ", ".join(f"{r['dataset']} {cell_text(r['metric'])}" for _, r in t[sig.eq(False)].iterrows())
     return (f"**Over training seeds.** Each Table-1 cell was also computed per training seed ({n} seeds): the "
             f"interval over seeds shows a reduction on {held} of {len(t)} cells, an increase on {neg}, and "
             f"includes 0 on {unsure}" + (f" ({hang}): there the sign hangs on which models were trained" if hang
-                                         else "") + ".\n")
+                                         else "") + "." + _spreads(t) + "\n")
+
+
+def _spreads(t: pd.DataFrame, top: int = 3) -> str:
+    """The cells whose per-seed reductions (``seed_values``) spread the most, as a sentence."""
+    rows = []
+    for _, r in t.iterrows():
+        vals = [float(x) for x in str(r.get("seed_values", "") or "").split() if x not in ("nan", "")]
+        if len(vals) > 1:
+            rows.append((max(vals) - min(vals), r["dataset"], r["metric"], min(vals), max(vals), len(vals)))
+    if not rows:
+        return ""
+    rows.sort(key=lambda x: -x[0])
+    parts = [f"{d} {cell_text(m)} from {lo:+.1f} to {hi:+.1f}% over {k} seeds" for _, d, m, lo, hi, k in rows[:top]]
+    return (" The paper's ± covers redrawn individuals for one trained pair of models, not retraining; the widest "
+            "ranges of a cell's reduction over training seeds: " + "; ".join(parts) + ".")
 
 
 def render_findings(report: Path | None, verdicts: pd.DataFrame | None) -> str:
@@ -156,7 +177,7 @@ def render_findings(report: Path | None, verdicts: pd.DataFrame | None) -> str:
     head = _headlines(verdicts)
     if head:
         parts += ["**The headline claims:**\n", head]
-    dis = _disagreements(verdicts, table1)
+    dis = _disagreements(verdicts, table1, report)
     if dis:
         parts.append(dis)
     seeds = _seeds(table1)

@@ -45,7 +45,9 @@ def render_verdicts(report: Path | None, verdicts: pd.DataFrame | None) -> tuple
         vnote = r.get("versions_note", "")
         if not is_missing(vnote) and str(vnote):
             details += f"<br><em>{cell_text(vnote)}</em>"
-        claim = (f"{cell_text(r.get('text'))}<br><small>`{r['claim']}` · {cell_text(r.get('source'))}</small>"
+        # the source may be a long quotation: its line wraps (class "wrap"; other second lines stay on one line)
+        claim = (f"{cell_text(r.get('text'))}<br><small class=\"wrap\">`{r['claim']}` · "
+                 f"{cell_text(r.get('source'))}</small>"
                  + (f"<details><summary>why</summary>{details}</details>" if details else ""))
         verdict = MARKS.get(str(r["verdict"]), cell_text(r["verdict"])) + (f"<br>{others}" if others else "")
         rows.append([claim, f"{published}<br>ours: {ours}", verdict])

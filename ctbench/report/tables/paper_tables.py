@@ -21,6 +21,7 @@ from ...facts import OBJECTIVE_LABELS, PAPER_ORDER
 from ...io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
 from ..common import dataset_label, paper_sorted, with_labels
 from ..markdown import frame_to_markdown
+from ..settings import ReportSettings
 from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, pool_seeds
 from .table1 import table1 as table1_cells
 
@@ -39,10 +40,10 @@ def read_frames(paths: Iterable[str | Path], what: str = "input", required: Iter
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def table1(evals: pd.DataFrame) -> pd.DataFrame:
+def table1(evals: pd.DataFrame, settings: ReportSettings | None = None) -> pd.DataFrame:
     """Table 1: % reduction CT vs BL of IP and IP* (``single``) and cost (``mutability``), with the paper's ± and
     star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.tables.table1`)."""
-    return table1_cells(with_labels(evals))
+    return table1_cells(with_labels(evals), settings)
 
 
 def table1_bootstrap(evals: pd.DataFrame, n_boot: int = 1000, seed: int = 2025) -> pd.DataFrame:
@@ -200,7 +201,8 @@ _KEYS = ("dataset", "experiment", "seed", "objective", "lambda_energy", "run", "
 _COMPACT = False
 
 
-def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: int) -> dict[str, pd.DataFrame]:
+def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: int,
+                       settings: ReportSettings | None = None) -> dict[str, pd.DataFrame]:
     """The tables of the evaluation files, in the order they are written. Three passes over the files, each reading
     only the rows and columns its tables use (issue 21: one frame of all 24
     columns of the paper's 21.4M rows took 11.3 GB): Tables 1 and 3, the bootstrap and the cost tables from the
@@ -217,7 +219,7 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
     evals = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star", "cost"), experiments=("single", "mutability"),
                              compact=_COMPACT)
     if not evals.empty:
-        t1 = table1(evals)
+        t1 = table1(evals, settings)
         ci = t1.copy()
         if pub is not None and (pub / "table1_reductions.csv").exists() and not t1.empty:
             t1 = compare_versions(t1, pub)
@@ -252,19 +254,22 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
 
 def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), robustness: Iterable[str | Path] = (),
                  attribution: Iterable[str | Path] = (), published_dir: str | Path | None = PUBLISHED_DIR,
-                 benchmarks_dir: str | Path | None = None, n_boot: int = 1000) -> dict[str, Any]:
+                 benchmarks_dir: str | Path | None = None, n_boot: int = 1000,
+                 settings: ReportSettings | None = None) -> dict[str, Any]:
     """Write all tables and figures that the given outputs support; returns an index of what was written.
 
     ``published_dir`` defaults to the copy of ``reference/published`` shipped with ctbench; ``None`` leaves the
     published columns out. ``benchmarks_dir`` (Snakemake ``benchmark:`` files) adds the CPU time per stage.
+    ``settings``: the report's aggregation switches (default: the authors' behaviour), recorded in ``index.json``.
     """
+    settings = settings or ReportSettings()
     out = Path(out)
     pub = Path(published_dir) if published_dir else None
     evaluations = list(evaluations)
     robust = read_frames(robustness, "robustness file", ("dataset", "model"))
     attrib = read_frames(attribution, "attribution file", ("dataset", "model"))
     written: dict[str, Any] = {}
-    for name, table in _evaluation_tables(evaluations, pub, n_boot).items():
+    for name, table in _evaluation_tables(evaluations, pub, n_boot, settings).items():
         write_table(table, out, name, written)
     if not attrib.empty:
         t2 = table2(attrib)
@@ -279,7 +284,8 @@ def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), rob
         from .stage_times import stage_times
 
         write_table(stage_times(benchmarks_dir), out, "benchmarks", written)
-    atomic_write_json(out / "index.json", {"written": written, "provenance": provenance()})
+    atomic_write_json(out / "index.json", {"written": written, "provenance": provenance(),
+                                           "settings": settings.to_dict()})
     return written
 
 
@@ -328,13 +334,16 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
                  tuned: Iterable[str | Path] = (), grids: Iterable[str | Path] = (),
                  profile: str = "", config: dict[str, Any] | None = None,
                  versions: dict[str, Any] | None = None,
-                 sources: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
+                 sources: dict[str, tuple[str, str]] | None = None,
+                 settings: ReportSettings | None = None) -> dict[str, Any]:
     """Training times, tuning choices, grid figures and ``provenance.json`` for the book: versions, machine, the
     resolved workflow config (``config``), the fidelity switches, and the code versions that produced the inputs
     (``versions``: :func:`ctbench.report.run_set.check_versions` of every input; by default from the evaluation and
     model sidecars), with counts and ``mixed``: a result set made over several code versions says so. ``sources``:
-    dataset name → (source, licence) of its raw files for the dataset table."""
+    dataset name → (source, licence) of its raw files for the dataset table. ``settings``: the report's aggregation
+    switches, recorded as ``report_settings``."""
     import json
+    from datetime import UTC, datetime
 
     out = Path(out)
     written: dict[str, Any] = {}
@@ -372,6 +381,8 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
 
         versions = summary(code_versions({"evaluations": evaluations, "models": models}))
     atomic_write_json(out / "provenance.json", {
-        "profile": profile, "fidelity": fid, **provenance(), "machine": machine(), "config": config, **versions})
+        "profile": profile, "written_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "fidelity": fid, "report_settings": (settings or ReportSettings()).to_dict(),
+        **provenance(), "machine": machine(), "config": config, **versions})
     written["provenance"] = "provenance.json"
     return written

@@ -10,9 +10,11 @@ more than its ±. So each cell carries
   Student-t interval (level :data:`ctbench.evaluation.seeds.SEED_LEVEL`) over seeds; ``seed_significant`` when it
   excludes 0.
 
-A cell is flagged when it rests on few valid counterfactuals (:data:`MIN_VALIDITY`) and is *not computable* when more
-than :data:`MAX_NAN_SHARE` of its metric values are NaN (IP* of groups with fewer than two counterfactuals, MNIST):
-then the numbers are left empty with the reason, never averaged over what remains.
+A cell is flagged when it rests on few valid counterfactuals (:data:`MIN_VALIDITY`). NaN metric values (IP* of
+groups with fewer than two counterfactuals: MNIST, 70% of them) follow the report switch ``ip_star_nan_groups``
+(:class:`ctbench.report.settings.ReportSettings`): ``drop``, the authors' code, averages over the rest and notes the
+NaN share on the cell; ``withhold`` leaves a cell with more than :data:`MAX_NAN_SHARE` NaN values empty, "not
+computable", with the reason.
 
 :func:`compare_versions` adds, per published version (:data:`VERSIONS`), its value, ± and star and the agreement
 category of ours; ``pub_*`` columns hold :data:`PRIMARY`, the version this project reproduces.
@@ -30,6 +32,7 @@ from ...evaluation.seeds import pool_seeds
 from ...evaluation.seeds import seed_level as _seed_level
 from ...facts import PAPER_ORDER, VERSION_LABELS
 from ..common import paper_sorted
+from ..settings import ReportSettings
 
 #: the version reproduced (``../shared/papers/000_…``), then the final version and the March 2025 preprint
 #: the published tables shipped with ctbench (defined here, below the claims rules and ``tables``, which both use it)
@@ -58,8 +61,15 @@ def _cell_facts(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["dataset", "ct_validity", "bl_validity", "nan_share"])
 
 
-def table1(evals: pd.DataFrame) -> pd.DataFrame:
-    """Table 1 from per-counterfactual rows (dataset names already the paper's labels)."""
+def _nan_share_text(r: pd.Series) -> str:
+    why = " (groups of fewer than 2 counterfactuals)" if r["metric"] == "IP*" else ""
+    return f"{100 * r['nan_share']:.0f}% of the {r['metric']} values are NaN{why}"
+
+
+def table1(evals: pd.DataFrame, settings: ReportSettings | None = None) -> pd.DataFrame:
+    """Table 1 from per-counterfactual rows (dataset names already the paper's labels); ``settings``: how NaN values
+    are treated (default: the authors' way, see the module docstring)."""
+    nan_groups = (settings or ReportSettings()).ip_star_nan_groups
     parts = []
     for exp, metric, kind, label in SPECS:
         sub = evals[evals["experiment"] == exp]
@@ -80,19 +90,25 @@ def table1(evals: pd.DataFrame) -> pd.DataFrame:
     notes = []
     for i, r in out.iterrows():
         note = []
-        if r["nan_share"] > MAX_NAN_SHARE:
-            note.append(f"not computable: {100 * r['nan_share']:.0f}% of the {r['metric']} values are NaN "
-                        f"(groups of fewer than 2 counterfactuals)")
+        withheld = nan_groups == "withhold" and r["nan_share"] > MAX_NAN_SHARE
+        if withheld:
+            note.append(f"not computable: {_nan_share_text(r)}; ip_star_nan_groups = withhold")
             for c in ("reduction_pct", "pm", "lb", "ub", "mean_delta", "seed_mean", "seed_sd", "seed_lb", "seed_ub"):
                 out.at[i, c] = np.nan
             out.at[i, "significant"] = pd.NA
             out.at[i, "seed_significant"] = pd.NA
-        elif pd.isna(r["reduction_pct"]) and (pd.isna(r["ct_validity"]) or pd.isna(r["bl_validity"])):
-            who = "CT (objective full)" if pd.isna(r["ct_validity"]) else "BL (objective vanilla)"
-            note.append(f"not computable: the evaluation has no {who} model of this dataset (the same model given as "
-                        "CT and BL?)")
-        elif pd.isna(r["reduction_pct"]):
-            note.append("no run with valid counterfactuals of both CT and BL")
+        elif r["nan_share"] > 0 and pd.isna(r["reduction_pct"]):
+            note.append(f"not computable: {_nan_share_text(r)}")
+        elif r["nan_share"] > 0:
+            note.append(f"{_nan_share_text(r)}, left out of the means as the authors' code does "
+                        f"(ip_star_nan_groups = {nan_groups})")
+        if pd.isna(r["reduction_pct"]) and not r["nan_share"] > 0:
+            if pd.isna(r["ct_validity"]) or pd.isna(r["bl_validity"]):
+                who = "CT (objective full)" if pd.isna(r["ct_validity"]) else "BL (objective vanilla)"
+                note.append(f"not computable: the evaluation has no {who} model of this dataset (the same model "
+                            "given as CT and BL?)")
+            else:
+                note.append("no run with valid counterfactuals of both CT and BL")
         low = min(r["ct_validity"], r["bl_validity"])
         if low < MIN_VALIDITY:
             who = "CT" if r["ct_validity"] <= r["bl_validity"] else "BL"

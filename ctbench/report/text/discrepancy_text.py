@@ -151,8 +151,7 @@ def render_table1_findings(report: str | Path) -> str:
     t1, agr = read_report_csv(report, "table1.csv"), read_report_csv(report, "table1_agreement.csv")
     if t1 is None or agr is None:
         return "*Table 1 has not been computed for this result set.*\n"
-    perf, t3 = read_report_csv(report, "performance_seeds.csv"), read_report_csv(report, "table3.csv")
-    mean_perf = read_report_csv(report, "performance.csv")
+    perf, mean_perf, t3 = facts_inputs(report)
     n_seeds = int(t1["n_seeds"].max()) if "n_seeds" in t1 and t1["n_seeds"].notna().any() else 1
     lines = [f"The result set has {n_seeds} training seed{'s' if n_seeds != 1 else ''} per model. " + _counts(agr)
              + " " + _table3(report), ""]
@@ -168,22 +167,38 @@ def render_table1_findings(report: str | Path) -> str:
                 f"{_cell(r['reduction_pct'], r['pm'], r['significant'])}; July "
                 f"{_cell(r[f'{v07}_reduction_pct'], r[f'{v07}_pm'], r[f'{v07}_significant'])}, final "
                 f"{_cell(r[f'{vfin}_reduction_pct'], r[f'{vfin}_pm'], r[f'{vfin}_significant'])}.")
-        facts = []
-        flag = r.get("flag") if isinstance(r.get("flag"), str) else ""
-        if flag:
-            facts.append(flag)
-        if not flag.startswith("not computable"):
-            facts += _seed_facts(r, perf)
-        p = mean_perf[mean_perf["dataset"] == r["dataset"]] if mean_perf is not None else []
-        if len(p) and float(p["acc_diff"].iloc[0]) < -ACC_LOSS:
-            facts.append(f"CT's test accuracy is {100 * -float(p['acc_diff'].iloc[0]):.1f} percentage points below "
-                         f"BL's ({float(p['acc_ct'].iloc[0]):.3f} vs {float(p['acc_bl'].iloc[0]):.3f}, mean over "
-                         f"seeds)")
-        facts += [f for f in (_validity_fact(r, t3), _versions_fact(r)) if f]
-        if facts:
-            facts[0] = facts[0][0].upper() + facts[0][1:]
+        facts = cell_facts(r, perf, mean_perf, t3)
         lines.append(head + (" " + "; ".join(facts) + "." if facts else ""))
     return "\n".join(lines) + "\n"
+
+
+def facts_inputs(report: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
+    """The files :func:`cell_facts` reads: per-seed and mean performance, and Table 3."""
+    return (read_report_csv(report, "performance_seeds.csv"), read_report_csv(report, "performance.csv"),
+            read_report_csv(report, "table3.csv"))
+
+
+def cell_facts(r: pd.Series, perf: pd.DataFrame | None, mean_perf: pd.DataFrame | None,
+               t3: pd.DataFrame | None) -> list[str]:
+    """What the result files say about one Table-1 cell (a row of ``table1.csv``): its flag, the value per training
+    seed and seeds that trained worse, CT's accuracy loss, CT's validity against the published one, and whether the
+    authors' own versions disagree; the first fact capitalised. Shared by the discrepancies chapter and the book's
+    first page."""
+    facts = []
+    flag = r.get("flag") if isinstance(r.get("flag"), str) else ""
+    if flag:
+        facts.append(flag)
+    if not flag.startswith("not computable"):
+        facts += _seed_facts(r, perf)
+    p = mean_perf[mean_perf["dataset"] == r["dataset"]] if mean_perf is not None else []
+    if len(p) and float(p["acc_diff"].iloc[0]) < -ACC_LOSS:
+        facts.append(f"CT's test accuracy is {100 * -float(p['acc_diff'].iloc[0]):.1f} percentage points below "
+                     f"BL's ({float(p['acc_ct'].iloc[0]):.3f} vs {float(p['acc_bl'].iloc[0]):.3f}, mean over "
+                     f"seeds)")
+    facts += [f for f in (_validity_fact(r, t3), _versions_fact(r)) if f]
+    if facts:
+        facts[0] = facts[0][0].upper() + facts[0][1:]
+    return facts
 
 
 # ------------------------------------------------------------------------------------------------ switches
