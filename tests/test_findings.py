@@ -25,14 +25,15 @@ def test_first_page_of_the_committed_set_leads_with_the_findings():
     verdicts = evaluate_claims(ROOT / "claims.yaml", COMMITTED)
     page = render_findings(COMMITTED, verdicts)
     assert page.startswith("**The run shown.** Profile `paper`")
-    assert "commit `8565bfa` with uncommitted changes" in page
+    commit = json.loads((COMMITTED / "provenance.json").read_text())["git_commit"][:7]
+    assert f"at commit `{commit}`" in page and "uncommitted" not in page.split("\n")[0]
     assert "vs July 2025" in page and "vs final" in page and "vs Black et al. 2022" in page
     assert "**The headline claims:**" in page and "`ig_protected_lower`" in page
     assert "Not reproduced against the July 2025 preprint" in page and "`t1_cost_moon`" in page
-    assert "farthest from the July 2025 preprint" in page and "- **GMSC IP\\***: ours 16.85" in page
-    assert "CT's test accuracy is 8.4 percentage points below BL's" in page   # the cell's facts, its causes
+    assert "farthest from the July 2025 preprint" in page and "- **GMSC IP\\***: ours 13.78" in page
+    assert "CT's test accuracy is 8.2 percentage points below BL's" in page   # the cell's facts, its causes
     assert "Over training seeds" in page and "5 seeds" in page
-    assert "GMSC IP\\* from -8.7 to +49.6% over 5 seeds" in page                # the widest spread over seeds
+    assert "GMSC IP\\* from -8.2 to +40.3% over 5 seeds" in page                # the widest spread over seeds
     assert "This book shows the" not in page                 # the paper profile needs no warning
 
 
@@ -53,8 +54,11 @@ def _verdicts(rep: Path) -> pd.DataFrame:
 def test_the_first_page_follows_its_files(tmp_path):
     """Every part of the first page is read from a file: change the file, the text changes."""
     rep = _copy_report(tmp_path)
-    before = render_findings(rep, _verdicts(rep))
-    assert "| ✗ **not reproduced** | 7 |" in before and "on 2026-" not in before
+    v0 = _verdicts(rep)
+    n = int((v0["verdict_preprint_2025_07"] == "not reproduced").sum())
+    assert v0.loc[v0["claim"] == "ip_avg", "verdict_preprint_2025_07"].item() != "not reproduced"
+    before = render_findings(rep, v0)
+    assert f"| ✗ **not reproduced** | {n} |" in before and "on 2031-" not in before
 
     prov = json.loads((rep / "provenance.json").read_text())
     prov.update(profile="quick", written_utc="2031-02-03T04:05:06+00:00")
@@ -72,7 +76,7 @@ def test_the_first_page_follows_its_files(tmp_path):
     after = render_findings(rep, _verdicts(rep))
     assert after.startswith("```{warning}\nThis book shows the **`quick`** profile")
     assert "written on 2031-02-03" in after
-    assert "| ✗ **not reproduced** | 8 |" in after
+    assert f"| ✗ **not reproduced** | {n + 1} |" in after
     assert "- `ip_avg`: CT reduces IP on average over the nine datasets — a reason only this test writes" in after
     row = next(line for line in after.splitlines() if "`ip_avg`" in line and line.startswith("| "))
     assert row.rstrip(" |").endswith("✗ **not reproduced**<br><small>final: ✓ reproduced</small>")
