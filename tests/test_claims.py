@@ -309,7 +309,7 @@ def test_write_verdicts_and_summary(tmp_path):
 
 
 def test_training_times_from_sidecars(tmp_path):
-    """Per model: architecture, measured seconds, population size and the load-free gradient work. CT and BL that
+    """Per model: architecture, measured seconds and the load-free gradient work. CT and BL that
     shared one population share its wall time: the measured-time claim is then not computable, not passed."""
     paths = []
     for name, obj, steps, secs in (("ct", "full", [20.0, 10.0], 2.0), ("bl", "vanilla", [None, None], 2.0)):
@@ -320,8 +320,8 @@ def test_training_times_from_sidecars(tmp_path):
                                  "log": {"mean_steps": steps}, "seed": 0, "train_seconds": secs}))
         paths.append(p)
     df = training_times(paths)
-    assert df[["dataset", "objective", "model", "train_seconds", "population_size"]].values.tolist() == [
-        ["LS", "full", "mlp", 2.0, 5], ["LS", "vanilla", "mlp", 2.0, 5]]
+    assert df[["dataset", "objective", "model", "train_seconds"]].values.tolist() == [
+        ["LS", "full", "mlp", 2.0], ["LS", "vanilla", "mlp", 2.0]]
     assert df["grad_evals"].tolist() == [2 * 100 + 50 * 30.0, 2 * 100]
     df["experiment"] = ["single", "baseline"]
     report = tmp_path / "report"

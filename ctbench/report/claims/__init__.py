@@ -149,10 +149,10 @@ def write_verdicts(claims_yaml: str | Path, report_dir: str | Path, out: str | P
 
 def training_times(sidecars: list[str | Path]) -> pd.DataFrame:
     """``training_time.csv`` from saved models' JSON sidecars: dataset, objective, experiment, seed, ``model`` (the
-    architecture: mlp, linear, lenet), the wall-clock ``train_seconds``, ``population_size`` and ``grad_evals``, a
-    cost that does not depend on the machine's load: row-gradient evaluations, i.e. per epoch the training rows of
-    the classifier loss plus ``nce`` × the mean number of search steps (CT's extra loss terms on counterfactuals and
-    x⁺ are not counted, so CT's cost is a lower bound).
+    architecture: mlp, linear, lenet), the wall-clock ``train_seconds`` and ``grad_evals``, a cost that does not
+    depend on the machine's load: row-gradient evaluations, i.e. per epoch the training rows of the classifier loss
+    plus ``nce`` × the mean number of search steps (CT's extra loss terms on counterfactuals and x⁺ are not counted,
+    so CT's cost is a lower bound).
 
     Wall-clock seconds of population members are their population's wall time divided by its size. Where CT and BL
     trained in one population (result sets before baselines trained on their own) they share that time and cannot
@@ -174,8 +174,6 @@ def training_times(sidecars: list[str | Path]) -> pd.DataFrame:
         rows.append({"dataset": dataset_label(ds), "objective": obj,
                      "experiment": meta.get("experiment", ""), "seed": meta.get("seed"),
                      "model": spec.get("type", "") if isinstance(spec, dict) else "",
-                     "train_seconds": meta.get("train_seconds"),
-                     "population_size": (meta.get("population") or {}).get("size"),
-                     "grad_evals": grad_evals, "path": str(p)})
+                     "train_seconds": meta.get("train_seconds"), "grad_evals": grad_evals, "path": str(p)})
     return pd.DataFrame(rows, columns=["dataset", "objective", "experiment", "seed", "model", "train_seconds",
-                                       "population_size", "grad_evals", "path"])
+                                       "grad_evals", "path"])
