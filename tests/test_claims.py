@@ -309,24 +309,30 @@ def test_write_verdicts_and_summary(tmp_path):
 
 
 def test_training_times_from_sidecars(tmp_path):
+    """Per model: architecture, measured seconds and the load-free gradient work. CT and BL that
+    shared one population share its wall time: the measured-time claim is then not computable, not passed."""
     paths = []
-    # population members share one wall time: BL "takes" as long as CT; the load-independent cost tells them apart
-    for name, obj, steps in (("ct", "full", [20.0, 10.0]), ("bl", "vanilla", [None, None])):
+    for name, obj, steps, secs in (("ct", "full", [20.0, 10.0], 2.0), ("bl", "vanilla", [None, None], 2.0)):
         p = tmp_path / f"{name}.pt.json"
         p.write_text(json.dumps({"dataset": {"name": "lin_sep", "meta": {"n_train": 100}},
                                  "objective_effective": {"name": obj}, "config": {"training": {"nce": 50}},
-                                 "log": {"mean_steps": steps}, "seed": 0, "train_seconds": 2.0}))
+                                 "model_spec": {"type": "mlp", "hidden": 32}, "population": {"size": 5},
+                                 "log": {"mean_steps": steps}, "seed": 0, "train_seconds": secs}))
         paths.append(p)
     df = training_times(paths)
-    assert df[["dataset", "objective", "train_seconds"]].values.tolist() == [["LS", "full", 2.0],
-                                                                             ["LS", "vanilla", 2.0]]
+    assert df[["dataset", "objective", "model", "train_seconds"]].values.tolist() == [
+        ["LS", "full", "mlp", 2.0], ["LS", "vanilla", "mlp", 2.0]]
     assert df["grad_evals"].tolist() == [2 * 100 + 50 * 30.0, 2 * 100]
+    df["experiment"] = ["single", "baseline"]
     report = tmp_path / "report"
     report.mkdir()
     df.to_csv(report / "training_time.csv", index=False)
-    v = evaluate_claims(ROOT / "claims.yaml", report).set_index("claim").loc["ct_more_training_time"]
-    # holds on LS (1,700 > 2 x 200), other datasets not run
-    assert v["verdict"] == PARTLY and "LS 1.7e+03 vs 400" in v["ours"]
+    v = evaluate_claims(ROOT / "claims.yaml", report).set_index("claim")
+    # gradient work holds on LS (1,700 > 2 x 200), other datasets not run
+    assert v.loc["ct_more_gradient_work", "verdict"] == PARTLY
+    assert "LS 1.7e+03 vs 400" in v.loc["ct_more_gradient_work", "ours"]
+    assert v.loc["ct_more_training_time", "verdict"] == NOT_COMPUTABLE
+    assert "did not separate them" in v.loc["ct_more_training_time", "note"]
 
 
 # ------------------------------------------------------------------------------------ the ledger's principles
@@ -489,6 +495,7 @@ def test_aggregate_shows_a_per_item_contradiction(tmp_path, moon, expected):
     v = _verdict(tmp_path, [claim], report).loc["avg"]
     assert v["verdict"] == expected
     assert "LS 20.00 (10.00)" in v["note"]
+    assert "beyond ±5 abs of their published value, same sign: LS +10.00" in v["note"]
     if expected == PARTLY:
         assert "per-item contradiction" in v["note"] and "Moon -10.00 vs +20.00" in v["note"]
 
@@ -529,16 +536,77 @@ def test_relation_exception_the_claim_states_must_hold(tmp_path):
         validate_claim({**_validity_claim(), "except": ["GMSC"]}, 0)
 
 
+def _times(report: Path, column: str, ct: float, bl: float = 1000.0) -> None:
+    datasets = ["LS", "Circ", "Moon", "OL", "Adult", "CH", "Cred", "GMSC", "MNIST"]
+    pd.DataFrame([{"dataset": d, "objective": o, "experiment": e, "seed": s, column: ct if o == "full" else bl}
+                  for d in datasets for o, e in (("full", "single"), ("vanilla", "baseline"))
+                  for s in range(2)]).to_csv(report / "training_time.csv", index=False)
+
+
 @pytest.mark.parametrize(("ct", "expected"), [(2500.0, REPRODUCED), (1500.0, NOT_REPRODUCED)])
-def test_training_time_claim_can_fail(tmp_path, ct, expected):
+def test_gradient_work_claim_can_fail(tmp_path, ct, expected):
     """CT's gradient work includes its searches by construction; the claim asks for the paper's ratio (2x)."""
     report = tmp_path / "report"
     report.mkdir()
-    datasets = ["LS", "Circ", "Moon", "OL", "Adult", "CH", "Cred", "GMSC", "MNIST"]
-    pd.DataFrame([{"dataset": d, "objective": o, "grad_evals": ct if o == "full" else 1000.0}
-                  for d in datasets for o in ("full", "vanilla")]).to_csv(report / "training_time.csv", index=False)
-    v = evaluate_claims(ROOT / "claims.yaml", report).set_index("claim").loc["ct_more_training_time"]
+    _times(report, "grad_evals", ct)
+    v = evaluate_claims(ROOT / "claims.yaml", report).set_index("claim").loc["ct_more_gradient_work"]
     assert v["verdict"] == expected and "vs 2e+03" in v["ours"]
+
+
+@pytest.mark.parametrize(("ct", "expected"), [
+    (30.0, REPRODUCED),         # 3x BL's measured time
+    (11.0, NOT_REPRODUCED),     # 1.1x: within the 1.2x margin for the load of a shared machine
+    (10.0, NOT_COMPUTABLE),     # one population's shared wall time: CT and BL not separated
+])
+def test_measured_training_time_claim(tmp_path, ct, expected):
+    report = tmp_path / "report"
+    report.mkdir()
+    _times(report, "train_seconds", ct, bl=10.0)
+    v = evaluate_claims(ROOT / "claims.yaml", report).set_index("claim").loc["ct_more_training_time"]
+    assert v["verdict"] == expected
+
+
+def _relation_grid(tmp_path: Path, step: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    """A grid_effects.csv with the learning rate's smallest and largest value per dataset: (IP change, share)."""
+    report = tmp_path / "report"
+    report.mkdir(exist_ok=True)
+    rows = []
+    for d, (ip_hi, share_hi) in step.items():
+        rows += [{"grid": "tune_lr", "dataset": d, "parameter": "step_size", "is_min": True, "is_max": False,
+                  "ip_change_pct": -5.0, "cost_change_pct": 1.0, "share_mature_last": 0.5, "acc_test_ct": 0.9},
+                 {"grid": "tune_lr", "dataset": d, "parameter": "step_size", "is_min": False, "is_max": True,
+                  "ip_change_pct": ip_hi, "cost_change_pct": 1.0, "share_mature_last": share_hi,
+                  "acc_test_ct": 0.9}]
+    pd.DataFrame(rows).to_csv(report / "grid_effects.csv", index=False)
+    return evaluate_claims(ROOT / "claims.yaml", report).set_index("claim").loc["lr_no_effect_maturity"]
+
+
+def test_must_differ_untested_items_are_not_computable(tmp_path):
+    """The learning-rate claim on a run that ignored η (reference fidelity: identical rows) is untested, not
+    reproduced; where η was applied it is judged, and can fail."""
+    datasets = ["LS", "Circ", "Moon", "OL", "Adult", "CH", "Cred", "GMSC", "MNIST"]
+    v = _relation_grid(tmp_path, {d: (-5.0, 0.5) for d in datasets})
+    assert v["verdict"] == NOT_COMPUTABLE and "did not separate them" in v["note"]
+    v = _relation_grid(tmp_path, {d: (-7.0, 0.52) for d in datasets})       # η applied, maturity unchanged
+    assert v["verdict"] == REPRODUCED
+    v = _relation_grid(tmp_path, {d: (-7.0, 0.9) for d in datasets})        # η applied, maturity moves by 0.4
+    assert v["verdict"] == NOT_REPRODUCED
+    v = _relation_grid(tmp_path, {d: (-5.0, 0.5) if d == "LS" else (-7.0, 0.52) for d in datasets})
+    assert v["verdict"] == PARTLY and "not separated by the run" in v["note"] and "left out: LS" in v["note"]
+    bad = {**_validity_claim(), "must_differ": ["ct_unconstrained"], "right": {"value": 1.0}}
+    with pytest.raises(ClaimsError, match="neither may be a fixed 'value'"):
+        validate_claim(bad, 0)
+    with pytest.raises(ClaimsError, match="must_differ must be a non-empty list"):
+        validate_claim({**_validity_claim(), "must_differ": "ct_unconstrained"}, 0)
+
+
+def test_a_pass_at_the_edge_of_its_tolerance_says_so(tmp_path):
+    claim = _value_claim()
+    del claim["significant"]
+    for ours, edge in ((31.0, True), (25.0, False)):   # 4.74 of ±5 is 95%; 1.26 is 25%
+        report = _table1(tmp_path, [("LS", "IP", ours, 0.5, True)])
+        v = _verdict(tmp_path, [claim], report).loc["ip_ls"]
+        assert v["verdict"] == REPRODUCED and ("at the edge of the tolerance" in v["note"]) == edge
 
 
 @pytest.mark.parametrize(("reg", "expected"), [
@@ -600,6 +668,7 @@ def test_new_claims_of_issue_24_are_in_the_ledger():
     ids = {c.id for c in load_claims(ROOT / "claims.yaml")}
     for needed in ("d12_plausibility_ls", "d12_plausibility_moon", "d12_cost_moon", "rq4_lambda_reg_impactful",
                    "rq4_more_epochs_help", "lr_no_effect_maturity", "mnist_low_reg_maturity", "lenet_training_time",
+                   "ct_more_gradient_work",
                    "b22_confidence_beats_cost", "b22_lipschitz_beats_cost", "b22_sns_cheaper_than_pawelczyk"):
         assert needed in ids
     assert len(ids) >= 75

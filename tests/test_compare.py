@@ -105,3 +105,19 @@ def test_a_slice_is_compared_on_every_number_it_makes_and_nothing_else(tmp_path)
         fresh / "table1.csv", index=False)
     moved = compare_reports(committed, fresh, slice_of=True)
     assert moved["what"].tolist() == ["row only in the fresh result set"] and moved["key"].tolist() == ["Circ / IP"]
+
+
+def test_a_claim_judged_on_measured_time_is_not_compared_by_value(tmp_path):
+    """The measured-time claim's numbers differ between identical runs; its row must still be there."""
+    committed, fresh = tmp_path / "committed", tmp_path / "fresh"
+    committed.mkdir()
+    fresh.mkdir()
+    rows = {"claim": ["ct_more_training_time", "ip_avg"], "file": ["training_time.csv", "table1.csv"],
+            "ours": ["LS 10.2 vs 7.5", "13.38"]}
+    pd.DataFrame(rows).to_csv(committed / "verdicts.csv", index=False)
+    pd.DataFrame({**rows, "ours": ["LS 9.8 vs 7.1", "13.38"]}).to_csv(fresh / "verdicts.csv", index=False)
+    assert compare_reports(committed, fresh, additions=True).empty
+    pd.DataFrame({**rows, "ours": ["LS 9.8 vs 7.1", "13.40"]}).to_csv(fresh / "verdicts.csv", index=False)
+    assert compare_reports(committed, fresh)["key"].tolist() == ["ip_avg"]
+    pd.DataFrame({k: v[1:] for k, v in rows.items()}).to_csv(fresh / "verdicts.csv", index=False)
+    assert compare_reports(committed, fresh)["what"].tolist() == ["row missing from the fresh result set"]

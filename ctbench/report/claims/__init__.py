@@ -10,9 +10,10 @@ version), ``versions_note`` says where the authors' versions disagree with each 
 "") marks the claims the book's first page leads with.
 
 Verdicts are deterministic functions of the report files. A missing report file, row or value gives ``not yet
-run``; a value the experiment computed but withheld, with its reason, gives ``not computable``; a malformed claim
-entry raises :class:`ClaimsError`. Paper claims are judged on the paper's nine datasets only: rows of any other
-dataset a user adds are dropped before a rule sees the table.
+run``; a value the experiment computed but withheld, with its reason, or two sides of a comparison the run did not
+separate (``must_differ``), give ``not computable``; a malformed claim entry raises :class:`ClaimsError`. Paper
+claims are judged on the paper's nine datasets only: rows of any other dataset a user adds are dropped before a rule
+sees the table.
 """
 
 from __future__ import annotations
@@ -147,13 +148,15 @@ def write_verdicts(claims_yaml: str | Path, report_dir: str | Path, out: str | P
 
 
 def training_times(sidecars: list[str | Path]) -> pd.DataFrame:
-    """``training_time.csv`` from saved models' JSON sidecars: dataset, objective, experiment, seed, the wall-clock
-    ``train_seconds`` and ``grad_evals``, a cost that does not depend on the machine's load: row-gradient
-    evaluations, i.e. per epoch the training rows of the classifier loss plus ``nce`` × the mean number of search
-    steps (CT's extra loss terms on counterfactuals and x⁺ are not counted, so CT's cost is a lower bound).
+    """``training_time.csv`` from saved models' JSON sidecars: dataset, objective, experiment, seed, ``model`` (the
+    architecture: mlp, linear, lenet), the wall-clock ``train_seconds`` and ``grad_evals``, a cost that does not
+    depend on the machine's load: row-gradient evaluations, i.e. per epoch the training rows of the classifier loss
+    plus ``nce`` × the mean number of search steps (CT's extra loss terms on counterfactuals and x⁺ are not counted,
+    so CT's cost is a lower bound).
 
-    Wall-clock seconds of population members are the population's wall time divided by its size (equal for CT and
-    BL trained together), and vary with the load of a shared machine: claims use ``grad_evals``."""
+    Wall-clock seconds of population members are their population's wall time divided by its size. Where CT and BL
+    trained in one population (result sets before baselines trained on their own) they share that time and cannot
+    be told apart; the timing claims say "not computable" there (``must_differ``)."""
     rows = []
     for p in sidecars:
         meta = json.loads(Path(p).read_text())
@@ -167,8 +170,10 @@ def training_times(sidecars: list[str | Path]) -> pd.DataFrame:
         ds = ds.get("name") if isinstance(ds, dict) else ds
         obj = meta.get("objective_effective") or (meta.get("config") or {}).get("objective") or {}
         obj = obj.get("name") if isinstance(obj, dict) else obj
+        spec = meta.get("model_spec") or (meta.get("config") or {}).get("model") or {}
         rows.append({"dataset": dataset_label(ds), "objective": obj,
                      "experiment": meta.get("experiment", ""), "seed": meta.get("seed"),
+                     "model": spec.get("type", "") if isinstance(spec, dict) else "",
                      "train_seconds": meta.get("train_seconds"), "grad_evals": grad_evals, "path": str(p)})
-    return pd.DataFrame(rows, columns=["dataset", "objective", "experiment", "seed", "train_seconds", "grad_evals",
-                                       "path"])
+    return pd.DataFrame(rows, columns=["dataset", "objective", "experiment", "seed", "model", "train_seconds",
+                                       "grad_evals", "path"])

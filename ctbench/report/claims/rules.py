@@ -2,8 +2,9 @@
 
 Every rule is a deterministic function of one report table and one published version:
 ``rule(claim, table, version) -> {ours, interval, verdict, note}``. A missing row or value raises :class:`Missing`
-(→ ``not yet run``); a row that is there but withheld with its reason (a ``flag`` "not computable: …") raises
-:class:`NotComputable` (→ ``not computable``). Two principles hold for every rule: a claim whose sign is opposite to
+(→ ``not yet run``); a row that is there but withheld with its reason (a ``flag`` "not computable: …"), or a
+comparison whose two sides the run did not separate (``must_differ``), raises :class:`NotComputable`
+(→ ``not computable``). Two principles hold for every rule: a claim whose sign is opposite to
 the paper's is never reproduced, and a claim whose significance differs from the paper's (in either direction) is at
 most ``partly``.
 """
@@ -25,6 +26,12 @@ from .schema import NOT_REPRODUCED, PARTLY, REPRODUCED, VERSIONS, Claim, ClaimsE
 
 _OPS: dict[str, Callable[[float, float], bool]] = {">": operator.gt, ">=": operator.ge, "<": operator.lt,
                                                    "<=": operator.le}
+#: a value verdict that uses more than this share of its tolerance says so in its note ("at the edge"): a pass by a
+#: hair is still a pass, but the reader sees how close it came
+EDGE_SHARE = 0.8
+#: ``must_differ``: values this close (relative) are one measurement, not two (members of one population read its
+#: wall time a few microseconds apart)
+SAME_RTOL = 1e-5
 #: magnitude tolerance of a Table-1 cell: 2 × the published ±, at least 5 and at most 20 percentage points; a
 #: version whose table prints no ± (the March 2025 preprint) gets ``no_pm`` percentage points
 CELL_TOLERANCE = {"factor": 2.0, "floor": 5.0, "cap": 20.0, "no_pm": 10.0}
@@ -105,6 +112,10 @@ def within(ours: float, pub: float, tol: dict[str, float]) -> bool:
     return abs(ours - pub) <= tol["rel"] * abs(pub)
 
 
+def _tol_width(pub: float, tol: dict[str, float]) -> float:
+    return float(tol["abs"]) if "abs" in tol else float(tol["rel"]) * abs(pub)
+
+
 def tol_text(tol: dict[str, float] | None) -> str:
     if not tol:
         return ""
@@ -179,6 +190,10 @@ def rule_value(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
     if within(ours, pub, tol) and (sign_free or _sign(ours) == _sign(pub)):
         verdict = REPRODUCED
         notes.append(f"within {tol_text(tol)} of the published value")
+        used = abs(ours - pub) / _tol_width(pub, tol) if _tol_width(pub, tol) else 0.0
+        if used > EDGE_SHARE:
+            notes.append(f"at the edge of the tolerance: off by {ours - pub:+.2f}, {100 * used:.0f}% of "
+                         f"{tol_text(tol)}")
     elif partly_tol is not None:
         verdict = PARTLY if within(ours, pub, partly_tol) else NOT_REPRODUCED
         notes.append(f"off by {ours - pub:+.2f}: outside {tol_text(tol)}, "
@@ -225,7 +240,7 @@ def _item_check(claim: Claim, version: str, ours: dict[str, float], verdict: str
         notes.append("per item: " + ", ".join(f"{k} {v:.2f}" for k, v in ours.items()))
         return verdict
     tol = claim.spec.get("item_tolerance", claim.spec["tolerance"])
-    shown, contra = [], []
+    shown, contra, far = [], [], []
     for k, v in ours.items():
         if k not in pub:
             shown.append(f"{k} {v:.2f}")
@@ -234,7 +249,11 @@ def _item_check(claim: Claim, version: str, ours: dict[str, float], verdict: str
         shown.append(f"{k} {v:.2f} ({p:.2f})")
         if p != 0 and _sign(v) != _sign(p) and not within(v, p, tol):
             contra.append(f"{k} {v:+.2f} vs {p:+.2f}")
+        elif not within(v, p, tol):
+            far.append(f"{k} {v - p:+.2f}")
     notes.append("per item, ours (published): " + ", ".join(shown))
+    if far:  # a magnitude off on one item does not contradict a claim about the aggregate, but the reader sees it
+        notes.append(f"items beyond {tol_text(tol)} of their published value, same sign: {', '.join(far)}")
     if contra:
         notes.append(f"per-item contradiction (opposite sign, beyond {tol_text(tol)}): {', '.join(contra)}")
         return _cap(verdict, PARTLY)
@@ -283,21 +302,43 @@ def _side(df: pd.DataFrame, side: dict[str, Any], selects: list[dict | None], wh
     return v * float(side.get("scale", 1.0))
 
 
+def _not_separated(df: pd.DataFrame, claim: Claim, item_sel: dict | None) -> bool:
+    """True when the left and right rows of an item agree in every ``must_differ`` column (to :data:`SAME_RTOL`):
+    the run did not separate the two sides (a parameter it ignored, models that share one timing), so the item
+    tests nothing."""
+    s = claim.spec
+    cols = s.get("must_differ")
+    if not cols:
+        return False
+    sides = [rows(df, s.get("select"), item_sel, s[k].get("select")) for k in ("left", "right")]
+    for c in cols:
+        if c not in df.columns:
+            raise Missing(f"column {c!r} not in file")
+        a, b = (np.sort(pd.to_numeric(d[c], errors="coerce").to_numpy(dtype=float)) for d in sides)
+        if len(a) != len(b) or not np.allclose(a, b, rtol=SAME_RTOL, atol=0.0, equal_nan=True):
+            return False
+    return True
+
+
 def rule_relation(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
     """``left op right`` on each item; on the items of ``except`` the claim itself says the relation does not hold
     ("all datasets but GMSC"), so there it must not hold: an exception that goes the other way caps the verdict at
-    partly, as a share rule would otherwise let any one item fail."""
+    partly, as a share rule would otherwise let any one item fail. An item whose two sides the run did not
+    separate (``must_differ``) is left out; with none left the claim is not computable."""
     s = claim.spec
     op, margin, share = s["op"], float(s.get("tolerance", {}).get("abs", 0.0)), float(s.get("min_share", 1.0))
     left, right = s["left"], s["right"]
     exceptions = {str(x) for x in s.get("except", [])}
-    held, failed, missing, shown, exc_ok, exc_bad = [], [], [], [], [], []
+    held, failed, missing, shown, exc_ok, exc_bad, same = [], [], [], [], [], [], []
     for label, item_sel in _items(claim):
         try:
             lv = _side(df, left, [s.get("select"), item_sel], f"{claim.id} {label} left")
             rv = _side(df, right, [s.get("select"), item_sel], f"{claim.id} {label} right")
         except Missing:
             missing.append(label)
+            continue
+        if _not_separated(df, claim, item_sel):
+            same.append(label)
             continue
         ok = holds(lv, rv, op, margin)
         star = ""
@@ -312,6 +353,10 @@ def rule_relation(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any
             continue
         (held if ok else failed).append(label)
     n_av = len(held) + len(failed)
+    cols = ", ".join(s.get("must_differ", []))
+    if n_av == 0 and same:
+        raise NotComputable(f"the two sides are identical in {cols} on {', '.join(same) or 'the item'}: the run did "
+                            "not separate them, so it cannot test the claim")
     if n_av == 0:
         raise Missing("no value in the report")
     frac = len(held) / n_av
@@ -326,6 +371,9 @@ def rule_relation(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any
                          "holds there too)")
         if exc_ok:
             notes.append(f"the claim's exception {', '.join(exc_ok)} is an exception in ours too")
+    if same:
+        verdict = _cap(verdict, PARTLY)
+        notes.append(f"not separated by the run (identical in {cols}), left out: {', '.join(same)}")
     if missing:
         notes.append(f"not yet run: {', '.join(missing)}")
     return {"ours": "; ".join(shown), "interval": "", "verdict": verdict, "note": "; ".join(notes)}

@@ -42,7 +42,7 @@ _ALLOWED = {
                         "significant", "significance_column", "sign_free", "item_published", "item_tolerance"},
     "no_effect": _COMMON | {"select", "over", "column", "tolerance", "significance_column", "interval"},
     "relation": _COMMON | {"select", "over", "left", "right", "op", "tolerance", "min_share", "significant",
-                           "except"},
+                           "except", "must_differ"},
     "most_often": _COMMON | {"select", "group", "candidates", "column", "op", "threshold", "expected", "exclude"},
     "cell": _COMMON | {"dataset", "metric"},
     "which": _COMMON | {"select", "over", "column", "op", "threshold", "significant", "expected"},
@@ -192,6 +192,12 @@ def _check_rule_fields(where: str, entry: dict[str, Any], rule: str, versions: t
                                    f"relation does not hold), got {exc!r}")
             if len(exc) >= len(items):
                 raise _fail(where, "except may not name every item of 'over'")
+        md = entry.get("must_differ")
+        if md is not None:
+            if not isinstance(md, list) or not md or not all(isinstance(c, str) for c in md):
+                raise _fail(where, f"must_differ must be a non-empty list of column names, got {md!r}")
+            if "value" in entry["left"] or "value" in entry["right"]:
+                raise _fail(where, "must_differ compares the rows of both sides: neither may be a fixed 'value'")
     elif rule == "most_often":
         for key in ("group", "candidates", "column", "expected"):
             if key not in entry:
