@@ -309,16 +309,25 @@ def test_the_committed_book_builds_strict_with_compact_tables(tmp_path):
     # the variant run kept beside the committed set (paper/results/variants/) is rendered, not "no variant run"
     discrepancies = (html.parent / "discrepancies.html").read_text()
     assert "reference_2025_07" in discrepancies and "No variant run" not in discrepancies
-    # the committed set was made by several code versions: the first page says so (issue 20 item 2)
-    assert "Mixed result set" in (html.parent / "intro.html").read_text()
+    # the committed set was made by one code version in one run (issue 20 item 6): the first page says which
+    intro = (html.parent / "intro.html").read_text()
+    assert "Mixed result set" not in intro and "made by one code version" in intro
 
 
 def test_the_first_page_says_whether_the_result_set_is_mixed(tmp_path):
     from ctbench.report.book.meta_pages import render_result_set
 
-    committed = render_result_set(bookmod.committed_results(ROOT / "paper"))
-    assert committed.startswith("```{warning}\n**Mixed result set.**")
-    assert "`b820a31` (uncommitted changes)" in committed
+    committed_dir = bookmod.committed_results(ROOT / "paper")
+    commit = {v for kind in json.loads((committed_dir / "provenance.json").read_text())["input_code_versions"].values()
+              for v in kind}
+    assert len(commit) == 1                                   # the committed set: one run at one commit
+    committed = render_result_set(committed_dir)
+    assert committed.startswith(f"Every number in this book was made by one code version, `{commit.pop()[:7]}`")
+    # a mixed set says so first (the committed set until 2026-11-26; here a hand-made provenance)
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "mixed" / "provenance.json").write_text(json.dumps({"input_code_versions": {
+        "evaluations": {"a" * 40: 3}, "models": {"b" * 40 + "+dirty": 2}}, "mixed": True}))
+    assert render_result_set(tmp_path / "mixed").startswith("```{warning}\n**Mixed result set.**")
     assert "_generated/result_set.md" in (ROOT / "paper" / "intro.md").read_text()
     (tmp_path / "provenance.json").write_text(json.dumps({"input_code_versions": {"evaluations": {"a" * 40: 3},
                                                                                   "models": {"a" * 40: 2}}}))
