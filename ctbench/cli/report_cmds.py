@@ -66,15 +66,15 @@ def _cmd_report(args) -> int:
     from ..report.tables.appendix_tables import write_appendix
     from ..report.tables.paper_tables import PUBLISHED_DIR, write_extras, write_report
 
-    inputs = [*(args.eval or []), *(args.robustness or []), *(args.attribution or []), *(args.grids or []),
-              *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
+    inputs = [*(args.eval or []), *(args.retrain_eval or []), *(args.robustness or []), *(args.attribution or []),
+              *(args.grids or []), *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
     missing = [f for f in inputs if not Path(f).is_file()]
     if missing:  # checked before anything is written
         raise BadFileError(f"report: input file(s) not found: {', '.join(missing)}")
-    check_sidecars(args.eval or [], args.models or [], args.tuned or [])
-    by_kind = {"evaluations": args.eval, "models": args.models, "robustness": args.robustness,
-               "attribution": args.attribution, "grids": args.grids, "tuning": args.tuned,
-               "consistency": args.consistency}
+    check_sidecars([*(args.eval or []), *(args.retrain_eval or [])], args.models or [], args.tuned or [])
+    by_kind = {"evaluations": args.eval, "retrain_evaluations": args.retrain_eval, "models": args.models,
+               "robustness": args.robustness, "attribution": args.attribution, "grids": args.grids,
+               "tuning": args.tuned, "consistency": args.consistency}
     # one code version (and, publishing, no uncommitted changes) or nothing is written
     versions = check_versions(code_versions({k: v for k, v in by_kind.items() if v}),
                               allow_mixed=args.allow_mixed, publish=args.publish)
@@ -94,7 +94,8 @@ def _cmd_report(args) -> int:
                            f"{detail}); nothing was written to {out}. Check that the evaluations hold CT (full) and "
                            "BL (vanilla) models with finite metrics") from None
     # the folder holds this run's files only, before the claims are judged on it (verdicts.* are rewritten below)
-    rewritten = {(out / f"verdicts.{s}").resolve() for s in ("csv", "md")} if args.claims else set()
+    judged = ("", "_seeds") if args.eval or args.retrain_eval else ("",)  # verdicts_seeds.*: per training seed
+    rewritten = {(out / f"verdicts{k}.{s}").resolve() for s in ("csv", "md") for k in judged} if args.claims else set()
     kept, moved = sweep(out, made | rewritten, args.stages)
     if moved:
         print(f"ignored {len(moved)} file(s) not made by this run (a stage switched off, or an output no longer "
@@ -103,8 +104,11 @@ def _cmd_report(args) -> int:
         from ..report.claims import write_verdicts
 
         with dataset_labels(registered_labels()):
-            write_verdicts(args.claims, out)
+            seeds = _seed_verdicts(args, out)
+            write_verdicts(args.claims, out, seeds=seeds)
         written["verdicts"] = "verdicts.csv"
+        if seeds is not None:
+            written["verdicts_seeds"] = "verdicts_seeds.csv"
     index = json.loads((out / "index.json").read_text()) if (out / "index.json").exists() else {}
     index["run"] = {"stages": args.stages, "files": sorted({*kept, *(p.name for p in rewritten)}),
                     "moved_aside": moved, "mixed": versions["mixed"]}
@@ -143,6 +147,24 @@ def _write_tables(args, out, published, versions, write_report, write_extras, wr
 
         written.update(write_consistency(out, args.consistency, published))
     return written
+
+
+def _seed_verdicts(args, out: Path):
+    """The claims judged once per training seed (:mod:`ctbench.report.claims.seeds`) on the ``--eval`` and
+    ``--retrain-eval`` files, robustness, attribution and training times; None without evaluation files. The extra
+    seeds of ``--retrain-eval`` reach these shares only, never the pooled tables."""
+    if not (args.eval or args.retrain_eval):
+        return None
+    import pandas as pd
+
+    from ..report.claims.seeds import seed_verdicts
+    from ..report.settings import report_settings
+
+    tt = out / "training_time.csv"
+    return seed_verdicts(args.claims, evaluations=args.eval or [], retrain=args.retrain_eval or [],
+                         robustness=args.robustness or [], attribution=args.attribution or [],
+                         training_time=pd.read_csv(tt) if tt.is_file() else None,
+                         settings=report_settings({"ip_star_nan_groups": args.ip_star_nan_groups}))
 
 
 def _data_sources(models: list[str]) -> dict[str, tuple[str, str]]:
@@ -269,6 +291,10 @@ def add_cli(sub) -> None:
     """Register ``report``, ``appendix``, ``compare``, ``book`` and ``gallery``."""
     rp = sub.add_parser("report", help="the paper's tables and figures from evaluation outputs")
     rp.add_argument("--eval", nargs="*", help="outputs of ctbench evaluate")
+    rp.add_argument("--retrain-eval", dest="retrain_eval", nargs="*",
+                    help="more evaluation files of other training seeds (same format as --eval), used only to judge "
+                         "each claim per seed (verdicts.csv's seed_share, verdicts_seeds.csv); the paper's tables "
+                         "stay on the --eval files")
     rp.add_argument("--robustness", nargs="*", help="outputs of ctbench robustness")
     rp.add_argument("--attribution", nargs="*", help="outputs of ctbench attribution")
     rp.add_argument("--published", help="folder of published tables (default: the copy shipped with ctbench; "

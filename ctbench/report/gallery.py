@@ -18,7 +18,7 @@ from pathlib import Path
 
 #: stage folder → file patterns (relative to the report folder); first match wins
 STAGES: dict[str, tuple[str, ...]] = {
-    "claims": ("verdicts.csv",),
+    "claims": ("verdicts.csv", "verdicts_seeds.csv"),
     "paper_tables": ("table1*.csv", "table2.csv", "table3*.csv", "appendix_*.csv", "ablation.csv",
                      "performance.csv", "ipstar_groupings.csv", "training_time.csv", "redundancy.csv", "datasets.csv"),
     "figures": ("figure1.png", "figure1.csv", "mnist_*.png"),

@@ -3,8 +3,9 @@
 :func:`render_findings` reads the claims' verdicts (``verdicts.csv``), Table 1 (``table1.csv``) and
 ``provenance.json`` of a report folder and writes, in this order: the run the book shows (profile, commit, date; a
 book of any profile but ``paper`` says so and where the paper-scale book is), the verdict counts per published
-version, the headline claims with their verdicts, the largest disagreements with their reasons, and how the Table-1
-cells hold over training seeds. Nothing here is typed by hand: every number comes from the files.
+version, the headline claims with their verdicts, the largest disagreements with their reasons, how the Table-1
+cells hold over training seeds, and which claims are robust to retraining and which hang on a seed. Nothing here
+is typed by hand: every number comes from the files.
 """
 
 from __future__ import annotations
@@ -165,6 +166,71 @@ def _spreads(t: pd.DataFrame, top: int = 3) -> str:
             "ranges of a cell's reduction over training seeds: " + "; ".join(parts) + ".")
 
 
+def _claim_name(r: pd.Series) -> str:
+    """A Table-1 cell as "Moon IP*", any other claim as its id."""
+    cid = str(r["claim"])
+    if cid.startswith("t1_"):
+        text = str(r.get("text", ""))
+        tail = text.rsplit(" on ", 1)[-1] if " on " in text else cid
+        metric = "IP*" if "_ipstar_" in cid else "Cost" if "_cost_" in cid else "IP"
+        return f"{tail} {metric}"
+    return f"`{cid}`"
+
+
+def _held(r: pd.Series) -> str:
+    return f"{_claim_name(r)} ({r['seeds_held']})"
+
+
+def render_retraining(verdicts: pd.DataFrame) -> str:
+    """How robust the claims are to retraining: the share of training seeds under which each claim holds on its own
+    (``verdicts.csv``'s ``seed_*`` columns, :mod:`ctbench.report.claims.seeds`), headline claims by name, Table-1
+    cells by dataset and metric; '' when the report judged no claim per seed."""
+    from ..claims.seeds import HANGS, NEVER, ROBUST, ROBUST_SHARE
+
+    if "seed_share" not in verdicts.columns:
+        return ""
+    v = verdicts.assign(_share=pd.to_numeric(verdicts["seed_share"], errors="coerce")).dropna(subset=["_share"])
+    if v.empty:
+        return ""
+    v = v.assign(_n=v["seeds_held"].astype(str).str.split(" of ").str[-1].astype(int))
+    head = v[v["headline"].map(lambda x: truthy(x) is True)] if "headline" in v else v.iloc[:0]
+    cells = v[v["claim"].astype(str).str.startswith("t1_")]
+    n_seeds = f"{v['_n'].min()}" if v["_n"].min() == v["_n"].max() else f"{v['_n'].min()}-{v['_n'].max()}"
+    parts = [f"**How robust each claim is to retraining.** Every claim whose table can be cut by training seed was "
+             f"judged again on each seed alone ({n_seeds} seeds), with the same rule as its pooled verdict; the "
+             f"share of seeds under which it is reproduced is in the [ledger](claims.md) beside the verdict. A claim "
+             f"is *robust* when it holds under at least {100 * ROBUST_SHARE:.0f}% of the seeds, and *hangs on the "
+             f"seed* when it holds under some seeds but not others. {len(v)} claims were judged per seed: "
+             f"{(v['seed_robustness'] == ROBUST).sum()} robust, {(v['seed_robustness'] == HANGS).sum()} hang on "
+             f"the seed, {(v['seed_robustness'] == NEVER).sum()} hold on no seed alone."]
+    for label, what in ((ROBUST, "Robust"), (HANGS, "Hang on the seed"), (NEVER, "Hold on no seed alone")):
+        h = head[head["seed_robustness"] == label]
+        c = cells[cells["seed_robustness"] == label]
+        if h.empty and c.empty:
+            continue
+        line = f"- *{what}*: "
+        bits = []
+        if not h.empty:
+            bits.append("headline claims " + ", ".join(_held(r) for _, r in h.iterrows()))
+        if not c.empty:
+            bits.append(f"{len(c)} of {len(cells)} Table-1 cells: " + ", ".join(_held(r) for _, r in c.iterrows()))
+        parts.append(line + "; ".join(bits) + ".")
+    lucky = v[(v["verdict"] == "reproduced") & (v["_share"] < 0.5)]
+    unlucky = v[v["verdict"].isin(["partly", "not reproduced"]) & (v["_share"] >= ROBUST_SHARE)]
+    if not lucky.empty:
+        parts.append("- *Reproduced pooled, but under fewer than half of the seeds alone* (the pooled verdict hangs on "
+                     "averaging over seeds): " + ", ".join(_held(r) for _, r in lucky.iterrows()) + ".")
+    if not unlucky.empty:
+        parts.append("- *Partly or not reproduced pooled, though at least 80% of the seeds alone reproduce it*: "
+                     + ", ".join(f"{_held(r)}, pooled {r['verdict']}" for _, r in unlucky.iterrows()) + ".")
+    untimed = verdicts[verdicts.get("seed_note", pd.Series("", index=verdicts.index)).astype(str)
+                       .str.startswith("not judged per seed")] if "seed_note" in verdicts else verdicts.iloc[:0]
+    if not untimed.empty:
+        parts.append("- *Not judged per seed*: " + ", ".join(f"`{c}`" for c in untimed["claim"]) + " ("
+                     + str(untimed["seed_note"].iloc[0])[len("not judged per seed: "):] + ").")
+    return "\n".join(parts) + "\n"
+
+
 def render_findings(report: Path | None, verdicts: pd.DataFrame | None) -> str:
     """Markdown for the top of the book's first page: what was found, from the result files."""
     parts = [render_run(report)]
@@ -183,4 +249,7 @@ def render_findings(report: Path | None, verdicts: pd.DataFrame | None) -> str:
     seeds = _seeds(table1)
     if seeds:
         parts.append(seeds)
+    retrain = render_retraining(verdicts)
+    if retrain:
+        parts.append(retrain)
     return "\n".join(parts)

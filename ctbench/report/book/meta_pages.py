@@ -45,6 +45,10 @@ def render_verdicts(report: Path | None, verdicts: pd.DataFrame | None) -> tuple
         vnote = r.get("versions_note", "")
         if not is_missing(vnote) and str(vnote):
             details += f"<br><em>{cell_text(vnote)}</em>"
+        held = r.get("seeds_held", "")
+        if not is_missing(held) and str(held):  # the share of training seeds under which it holds alone
+            others = f"<small>holds on {cell_text(held)} seeds</small>" + (f"<br>{others}" if others else "")
+            details += f"<br>{cell_text(r.get('seed_note'))}"
         # the source may be a long quotation: its line wraps (class "wrap"; other second lines stay on one line)
         claim = (f"{cell_text(r.get('text'))}<br><small class=\"wrap\">`{r['claim']}` · "
                  f"{cell_text(r.get('source'))}</small>"

@@ -135,13 +135,24 @@ def summarize(verdicts: pd.DataFrame, column: str = "verdict") -> dict[str, int]
     return {v: int(counts.get(v, 0)) for v in VERDICTS}
 
 
-def write_verdicts(claims_yaml: str | Path, report_dir: str | Path, out: str | Path | None = None) -> Path:
-    """Evaluate the claims and write ``verdicts.csv`` and ``verdicts.md`` (default: into ``report_dir``)."""
+def write_verdicts(claims_yaml: str | Path, report_dir: str | Path, out: str | Path | None = None,
+                   seeds: pd.DataFrame | None = None) -> Path:
+    """Evaluate the claims and write ``verdicts.csv`` and ``verdicts.md`` (default: into ``report_dir``).
+
+    ``seeds``: the claims judged per training seed (:func:`.seeds.judge_seeds`); then each verdict gets its share of
+    seeds under which the claim holds beside it (:data:`.seeds.SEED_COLUMNS`) and the per-seed verdicts are written
+    to ``verdicts_seeds.csv`` / ``.md`` next to ``verdicts.csv``."""
     from ...io import atomic_write_text
     from ..markdown import frame_to_markdown
+    from .seeds import with_seed_shares
 
     df = evaluate_claims(claims_yaml, report_dir)
     out = Path(out) if out is not None else Path(report_dir) / "verdicts.csv"
+    if seeds is not None:
+        df = with_seed_shares(df, seeds)
+        long = out.with_name("verdicts_seeds.csv")
+        atomic_write_text(long, seeds.to_csv(index=False))
+        atomic_write_text(long.with_suffix(".md"), frame_to_markdown(seeds))
     atomic_write_text(out, df.to_csv(index=False))
     atomic_write_text(out.with_suffix(".md"), frame_to_markdown(df.drop(columns=["file"])))
     return out

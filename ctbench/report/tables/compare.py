@@ -62,8 +62,8 @@ def _tables(folder: Path) -> dict[str, Path]:
 
 #: tables whose every row pools all datasets or all claims: a slice of the paper (the ``verify`` profile) cannot
 #: reproduce them, so ``compare --slice`` leaves them out (as it leaves out the "Avg." rows of the others)
-WHOLE_SET_TABLES = ("verdicts.csv", "table1_agreement.csv", "table3_agreement.csv", "grid_effects.csv",
-                    "fidelity_effects.csv")
+WHOLE_SET_TABLES = ("verdicts.csv", "verdicts_seeds.csv", "table1_agreement.csv", "table3_agreement.csv",
+                    "grid_effects.csv", "fidelity_effects.csv")
 #: key values of rows that pool datasets
 POOLED_ROWS = ("Avg.",)
 
@@ -121,7 +121,8 @@ def compare_reports(committed: str | Path, fresh: str | Path, tol: Tolerance = T
                              "what": "row missing from the fresh result set"})
                 continue
             ra, rb = a_idx.loc[key], b_idx.loc[key]
-            if Path(name).name == "verdicts.csv" and str(ra.get("file", "")) in MEASURED_CLAIM_FILES:
+            if Path(name).name in ("verdicts.csv", "verdicts_seeds.csv") and \
+                    str(ra.get("file", "")) in MEASURED_CLAIM_FILES:
                 continue
             for c in cols:
                 if c not in b_idx.columns:

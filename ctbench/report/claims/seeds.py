@@ -1,0 +1,245 @@
+"""How robust is each claim to retraining (issue 24, item 5): every claim judged once per training seed.
+
+The paper's ± covers redrawn individuals for one trained pair of models; a second training seed can move a Table-1
+cell by more than that. So the report's tables that rest on per-seed inputs (Tables 1-3, the appendix's CI and
+unconstrained-cost tables, performance, robustness and training time) are rebuilt from one training seed's files at
+a time (:func:`seed_reports`), and every claim is judged on each of them with the same rule and claims file as the
+pooled verdict (:func:`seed_verdicts`). A claim *holds* under a seed when that seed's verdict is ``reproduced``
+against the claim's first version; its ``seed_share`` is the share of the seeds that judged it (verdict reproduced,
+partly or not reproduced) under which it holds. Claims whose table cannot be split by seed (grid searches, tuning,
+Proposition 3.1, the consistency study, whose invalidation rates are themselves over retrained models), and seeds
+that lack an item a claim needs, are not counted.
+
+The seeds are whatever the input files hold: the ``--eval`` files that make the pooled tables, plus any
+``--retrain-eval`` files (more training seeds, used here only, so the paper's tables stay on the profile's seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .schema import NOT_REPRODUCED, PARTLY, REPRODUCED, load_claims
+
+#: a claim that holds under at least this share of the seeds that judged it is robust to retraining
+ROBUST_SHARE = 0.8
+#: the labels of :func:`robustness_label`
+ROBUST, HANGS, NEVER = "robust", "hangs on the seed", "holds on no seed"
+#: the per-seed tables (those whose inputs carry a training seed); other files are not split
+SEED_FILES = ("table1.csv", "table3.csv", "appendix_ci.csv", "appendix_cost_unconstrained.csv", "performance.csv",
+              "robustness.csv", "table2.csv", "training_time.csv")
+#: verdicts that count as judged on a seed (not computable / not yet run are not)
+JUDGED = (REPRODUCED, PARTLY, NOT_REPRODUCED)
+SEED_COLUMNS = ["seed_share", "seeds_held", "seed_robustness", "seed_note"]
+_NAME_SEED = re.compile(r"_s(\d+)\.")
+
+
+def file_seed(path: str | Path) -> int | None:
+    """The training seed of one input file: its sidecar's models' seed (one for all), else ``_s<k>.`` in its name,
+    else None (a file that pools several seeds)."""
+    side = Path(f"{path}.json")
+    if side.is_file():
+        try:
+            meta = json.loads(side.read_text())
+        except (OSError, json.JSONDecodeError):
+            meta = {}
+        models = meta.get("models") if isinstance(meta, dict) else None
+        seeds = {m.get("seed") for m in (models or {}).values() if isinstance(m, dict)} - {None}
+        if len(seeds) == 1:
+            return int(next(iter(seeds)))
+        if len(seeds) > 1:
+            return None
+    m = _NAME_SEED.search(Path(path).name)
+    return int(m.group(1)) if m else None
+
+
+def _by_seed(paths: Iterable[str | Path]) -> tuple[dict[int, list[Path]], list[Path]]:
+    """(seed → its files, files of no single seed)."""
+    known: dict[int, list[Path]] = {}
+    unknown: list[Path] = []
+    for p in dict.fromkeys(map(Path, paths)):
+        s = file_seed(p)
+        (unknown if s is None else known.setdefault(s, [])).append(p)
+    return known, unknown
+
+
+def _write(df: pd.DataFrame | None, folder: Path, name: str) -> None:
+    if df is not None and not df.empty:
+        df.to_csv(folder / name, index=False)
+
+
+def _evaluation_seed_tables(files: list[Path], seed: int, folder: Path, settings) -> None:
+    """Tables 1 and 3, the appendix's CI and unconstrained-cost tables and the performance table of one seed."""
+    from ...evaluation.files import read_evaluations
+    from ..tables.paper_tables import _KEYS, cost_table_unconstrained, performance_table, table1, table3
+
+    evals = read_evaluations(files, (*_KEYS, "ip", "ip_star", "cost"), experiments=("single", "mutability"))
+    if not evals.empty and "seed" in evals:
+        evals = evals[pd.to_numeric(evals["seed"], errors="coerce") == seed].reset_index(drop=True)
+    if not evals.empty:
+        t1 = table1(evals, settings)
+        _write(t1, folder, "table1.csv")
+        if not t1.empty:
+            _write(t1[t1["dataset"] != "Avg."][["dataset", "metric", "ct_mean_abs", "bl_mean_abs", "lb", "ub"]],
+                   folder, "appendix_ci.csv")
+        _write(table3(evals), folder, "table3.csv")
+        _write(cost_table_unconstrained(evals), folder, "appendix_cost_unconstrained.csv")
+    del evals
+    sidecars = []
+    for p in files:
+        side = Path(f"{p}.json")
+        if side.is_file() and file_seed(p) == seed:
+            sidecars.append(json.loads(side.read_text()))
+    _write(performance_table(sidecars), folder, "performance.csv")
+
+
+def seed_reports(root: str | Path, *, evaluations: Iterable[str | Path] = (),
+                 retrain: Iterable[str | Path] = (), robustness: Iterable[str | Path] = (),
+                 attribution: Iterable[str | Path] = (), training_time: pd.DataFrame | None = None,
+                 settings=None) -> dict[int, Path]:
+    """One folder per training seed under ``root`` with the :data:`SEED_FILES` that seed's inputs support.
+
+    ``evaluations`` and ``retrain``: evaluation files (a file that pools seeds is read for every seed and filtered
+    by its ``seed`` column; the same file in both counts once); ``robustness`` and ``attribution``: their outputs,
+    one seed per file (a file of no single seed is left out: its rows carry no seed); ``training_time``: the
+    report's ``training_time.csv`` frame (rows carry their seed)."""
+    from ..tables.paper_tables import read_frames, table2
+
+    root = Path(root)
+    evals, pooled = _by_seed([*evaluations, *retrain])
+    if pooled:
+        from ...evaluation.files import read_evaluations
+
+        found = read_evaluations(pooled, ("seed", "dataset", "experiment", "model"))
+        for s in pd.to_numeric(found.get("seed", pd.Series(dtype=float)), errors="coerce").dropna().unique():
+            evals.setdefault(int(s), [])
+    rob, _ = _by_seed(robustness)
+    att, _ = _by_seed(attribution)
+    seeds = set(evals) | set(rob) | set(att)
+    if training_time is not None and not training_time.empty and "seed" in training_time:
+        seeds |= {int(s) for s in pd.to_numeric(training_time["seed"], errors="coerce").dropna().unique()}
+    out: dict[int, Path] = {}
+    for seed in sorted(seeds):
+        folder = root / f"seed_{seed}"
+        folder.mkdir(parents=True, exist_ok=True)
+        if seed in evals or pooled:
+            _evaluation_seed_tables([*evals.get(seed, []), *pooled], seed, folder, settings)
+        if rob.get(seed):
+            _write(read_frames(rob[seed], "robustness file", ("dataset", "model")), folder, "robustness.csv")
+        if att.get(seed):
+            _write(table2(read_frames(att[seed], "attribution file", ("dataset", "model"))), folder, "table2.csv")
+        if training_time is not None and not training_time.empty and "seed" in training_time:
+            _write(split_times(training_time)[pd.to_numeric(training_time["seed"], errors="coerce") == seed],
+                   folder, "training_time.csv")
+        out[seed] = folder
+    return out
+
+
+#: why a per-seed training time is left out (members of one population read its wall time divided by its size)
+SHARED_TIME = ("not judged per seed: the training seeds of a model share one measured time (one population's wall "
+               "time divided by its size), so the seeds were not timed apart")
+
+
+def split_times(training_time: pd.DataFrame) -> pd.DataFrame:
+    """``training_time`` with ``train_seconds`` blanked for every (dataset, objective, experiment, model) whose
+    seeds all read the same time (:data:`SHARED_TIME`); ``grad_evals`` is counted per model and stays."""
+    from .rules import SAME_RTOL
+
+    out = training_time.copy()
+    if "train_seconds" not in out:
+        return out
+    keys = [c for c in ("dataset", "objective", "experiment", "model") if c in out]
+    for _, g in out.groupby(keys, sort=False, dropna=False):
+        t = pd.to_numeric(g["train_seconds"], errors="coerce").to_numpy(dtype=float)
+        if len(t) > 1 and np.isfinite(t).all() and np.allclose(t, t[0], rtol=SAME_RTOL, atol=0.0):
+            out.loc[g.index, "train_seconds"] = np.nan
+    return out
+
+
+def judge_seeds(claims_yaml: str | Path, folders: dict[int, Path]) -> pd.DataFrame:
+    """Every claim judged on every seed's folder, with the pooled verdict's rule: one row per (claim, seed) whose
+    file that seed has (``claim, seed, verdict, ours, note, file``)."""
+    from . import evaluate_claim
+
+    claims = load_claims(claims_yaml)
+    rows = []
+    for seed, folder in sorted(folders.items()):
+        cache: dict = {}
+        for c in claims:
+            if c.file not in SEED_FILES or not (Path(folder) / c.file).exists():
+                continue
+            r = evaluate_claim(c, folder, cache)
+            note = r["note"]
+            if c.file == "training_time.csv" and r["verdict"] not in JUDGED:
+                times = pd.read_csv(Path(folder) / c.file)
+                if "train_seconds" in times and times["train_seconds"].isna().any():
+                    note = SHARED_TIME
+            rows.append({"claim": c.id, "seed": int(seed), "verdict": r["verdict"], "ours": r["ours"],
+                         "note": note, "file": c.file})
+    return pd.DataFrame(rows, columns=["claim", "seed", "verdict", "ours", "note", "file"])
+
+
+def seed_verdicts(claims_yaml: str | Path, **inputs: Any) -> pd.DataFrame:
+    """:func:`seed_reports` into a temporary folder, then :func:`judge_seeds` (the per-seed tables are not kept:
+    they are the pooled tables' inputs cut by seed)."""
+    with tempfile.TemporaryDirectory(prefix="ctbench_seeds_") as tmp:
+        return judge_seeds(claims_yaml, seed_reports(tmp, **inputs))
+
+
+def robustness_label(share: float) -> str:
+    """:data:`ROBUST` (holds under at least :data:`ROBUST_SHARE` of the seeds), :data:`NEVER` (under none) or
+    :data:`HANGS` (in between: which models were trained decides); '' when no seed judged the claim."""
+    if share is None or not np.isfinite(share):
+        return ""
+    return ROBUST if share >= ROBUST_SHARE else NEVER if share == 0 else HANGS
+
+
+def _seed_list(seeds: Iterable[Any]) -> str:
+    return ", ".join(str(int(s)) for s in sorted(seeds))
+
+
+def seed_shares(long: pd.DataFrame) -> pd.DataFrame:
+    """Per claim (index): ``seed_share`` (the share of judging seeds under which it is reproduced), ``seeds_held``
+    ("3 of 5"), ``seed_robustness`` (:func:`robustness_label`) and ``seed_note`` (which seeds gave which verdict)."""
+    rows = {}
+    for cid, g in long.groupby("claim", sort=False):
+        judged = g[g["verdict"].isin(JUDGED)]
+        held = judged[judged["verdict"] == REPRODUCED]
+        share = len(held) / len(judged) if len(judged) else float("nan")
+        parts = []
+        for v in dict.fromkeys(g["verdict"]):
+            on = g.loc[g["verdict"] == v, "seed"]
+            parts.append(f"{v} on seed{'s' if len(on) > 1 else ''} {_seed_list(on)}")
+        note = "per training seed: " + "; ".join(parts)
+        if judged.empty and "note" in g:  # no seed could judge it: say why
+            why = list(dict.fromkeys(str(n) for n in g["note"] if str(n)))
+            note = why[0] if why == [SHARED_TIME] else f"{note} ({'; '.join(why)})"
+        rows[cid] = {"seed_share": share,
+                     "seeds_held": f"{len(held)} of {len(judged)}" if len(judged) else "",
+                     "seed_robustness": robustness_label(share), "seed_note": note}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=SEED_COLUMNS)
+
+
+def with_seed_shares(verdicts: pd.DataFrame, long: pd.DataFrame | None) -> pd.DataFrame:
+    """``verdicts`` with the :data:`SEED_COLUMNS` right after ``verdict`` (empty for claims no seed judged)."""
+    out = verdicts.copy()
+    shares = seed_shares(long) if long is not None and not long.empty else pd.DataFrame(columns=SEED_COLUMNS)
+    for c in SEED_COLUMNS:
+        out[c] = out["claim"].map(shares[c]) if len(shares) else np.nan
+        if c != "seed_share":
+            out[c] = out[c].fillna("")
+    cols = list(verdicts.columns)
+    at = cols.index("verdict") + 1 if "verdict" in cols else len(cols)
+    return out[[*cols[:at], *SEED_COLUMNS, *cols[at:]]]
+
+
+__all__ = ["HANGS", "JUDGED", "NEVER", "ROBUST", "ROBUST_SHARE", "SEED_COLUMNS", "SEED_FILES", "SHARED_TIME",
+           "file_seed", "judge_seeds", "robustness_label", "seed_reports", "seed_shares", "seed_verdicts",
+           "split_times", "with_seed_shares"]
