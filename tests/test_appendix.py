@@ -252,3 +252,25 @@ def test_cli_appendix_updates_an_existing_report(tmp_path, capsys):
     with pytest.raises(BadFileError, match="not found"):
         args = build_parser().parse_args(["appendix", "--grids", str(tmp_path / "nope.csv"), "--out", str(report)])
         args.func(args)
+
+
+@pytest.mark.parametrize(("f1_ct", "expected"), [(0.99, "reproduced"), (0.96, "partly")])
+def test_grid_effects_carry_f1_and_its_claim_can_fail(tmp_path, f1_ct, expected):
+    """Tables 4-6 report F1 beside accuracy: grid_effects.csv has CT − BL macro F1 (f1_diff), and the ledger's F1
+    claim (at most ~1 pp lower, read as 1.5) no longer holds when CT's F1 drops by 3 pp on one of four datasets."""
+    from ctbench.report.claims import evaluate_claim, load_claims
+    from ctbench.report.tables.grid_tables import grid_effects
+
+    frames = [_chunk_rows("gen_params", ds, {"a": {"acc": 1.0, "f1": 1.0}}, {"acc": 1.0, "f1": 1.0}, {"a": 2})
+              for ds in ("lin_sep", "circles", "moons")]
+    frames.append(_chunk_rows("gen_params", "over", {"a": {"acc": 0.93, "f1": f1_ct}},
+                              {"acc": 0.93, "f1": 0.99}, {"a": 2}))
+    path = tmp_path / "chunk.csv"
+    pd.concat(frames).to_csv(path, index=False)
+    eff = grid_effects([path])
+    ol = eff[(eff["dataset"] == "over") & (eff["parameter"] == "all")].iloc[0]
+    assert ol["f1_diff"] == pytest.approx(f1_ct - 0.99)
+    eff.to_csv(tmp_path / "grid_effects.csv", index=False)
+    claim = next(c for c in load_claims(Path(__file__).resolve().parents[1] / "claims.yaml")
+                 if c.id == "f1_grid_synthetic")
+    assert evaluate_claim(claim, tmp_path)["verdict"] == expected

@@ -184,6 +184,25 @@ def test_relation_with_aggregated_sides_and_min_share(tmp_path):
 
 
 @pytest.mark.parametrize(("rows", "expected"), [
+    ([("LS", 30.0, True), ("Circ", 50.0, True)], REPRODUCED),
+    ([("LS", 30.0, True), ("Circ", 50.0, False)], PARTLY),         # a reduction without the star does not count
+    ([("LS", 30.0, False), ("Circ", -5.0, True)], NOT_REPRODUCED),  # starred, but an increase; unstarred reduction
+])
+def test_relation_rule_that_needs_the_star(tmp_path, rows, expected):
+    """`significant: true` (ip_significant_elsewhere): "substantial and significant reductions" hold on an item only
+    where the reduction is positive *and* starred."""
+    report = _table1(tmp_path, [(d, "IP", v, 1.0, s) for d, v, s in rows])
+    claim = {"id": "sig", "text": "significant reductions", "source": "§4.2.1", "rule": "relation",
+             "file": "table1.csv", "select": {"metric": "IP"}, "over": {"dataset": ["LS", "Circ"]},
+             "left": {"column": "reduction_pct"}, "right": {"value": 0}, "op": ">", "significant": True,
+             "tolerance": {"abs": 0.0}, "published": "positive and starred"}
+    v = _verdict(tmp_path, [claim], report).loc["sig"]
+    assert v["verdict"] == expected
+    if expected == PARTLY:
+        assert "Circ 50 (n.s.)" in v["ours"]
+
+
+@pytest.mark.parametrize(("rows", "expected"), [
     ([("Adult", 0.19, False), ("OL", -1.9, False)], REPRODUCED),
     ([("Adult", 3.0, True), ("OL", -1.9, False)], PARTLY),        # significant but small
     ([("Adult", 12.0, True), ("OL", -1.9, False)], NOT_REPRODUCED),
@@ -669,6 +688,8 @@ def test_new_claims_of_issue_24_are_in_the_ledger():
     for needed in ("d12_plausibility_ls", "d12_plausibility_moon", "d12_cost_moon", "rq4_lambda_reg_impactful",
                    "rq4_more_epochs_help", "lr_no_effect_maturity", "mnist_low_reg_maturity", "lenet_training_time",
                    "ct_more_gradient_work",
-                   "b22_confidence_beats_cost", "b22_lipschitz_beats_cost", "b22_sns_cheaper_than_pawelczyk"):
+                   "b22_confidence_beats_cost", "b22_lipschitz_beats_cost", "b22_sns_cheaper_than_pawelczyk",
+                   "d12_plausibility_circ", "d12_cost_circ", "d12_cost_ls_up", "mnist_low_reg_better",
+                   "mnist_low_reg_plausibility", "f1_grid_synthetic"):
         assert needed in ids
     assert len(ids) >= 75

@@ -2,7 +2,8 @@
 
 For every grid, dataset, varied parameter and value: the mean over all grid points with that value (and all
 test-time λ_egy) of the % change of IP and cost of valid counterfactuals vs the shared BL model, the share of mature
-counterfactuals in the last epoch and the test accuracies of CT and BL; ``is_min``/``is_max`` mark the parameter's
+counterfactuals in the last epoch and the test accuracies and macro F1 of CT and BL (``acc_diff``, ``f1_diff`` = CT −
+BL); ``is_min``/``is_max`` mark the parameter's
 smallest and largest value (for claims such as "more steps help"). One row per (grid, dataset) with
 ``parameter = value = "all"`` holds the means over the whole grid. Failed grid points (an ``error``) are left out.
 """
@@ -17,7 +18,8 @@ import pandas as pd
 
 from ..figures.grid_figures import varied_parameters
 
-METRICS = ["ip_change_pct", "cost_change_pct", "share_mature_last", "acc_test_ct", "acc_test_bl"]
+METRICS = ["ip_change_pct", "cost_change_pct", "share_mature_last", "acc_test_ct", "acc_test_bl", "f1_test_ct",
+           "f1_test_bl"]
 
 
 def grid_effects(paths: Iterable[str | Path]) -> pd.DataFrame:
@@ -44,4 +46,6 @@ def grid_effects(paths: Iterable[str | Path]) -> pd.DataFrame:
     out = pd.DataFrame(rows)
     if {"acc_test_ct", "acc_test_bl"} <= set(out):
         out["acc_diff"] = out["acc_test_ct"] - out["acc_test_bl"]
+    if {"f1_test_ct", "f1_test_bl"} <= set(out):  # chunks from before the F1 was recorded have none
+        out["f1_diff"] = out["f1_test_ct"] - out["f1_test_bl"]
     return out
