@@ -39,7 +39,8 @@ CLAIMS = [
     {"id": "t1_ip_circ", "text": "Table 1: CT's % reduction of IP on Circ", "source": "Table 1", "rule": "cell",
      "file": "table1.csv", "dataset": "Circ", "metric": "IP", "published": "every version",
      "versions": ["preprint_2025_07"]},
-    {"id": "grid_claim", "text": "not split by seed", "source": "x", "rule": "value", "file": "grid_effects.csv",
+    {"id": "grid_claim", "headline": True, "text": "not split by seed", "source": "x", "rule": "value",
+     "file": "grid_effects.csv",
      "select": {"dataset": "LS"}, "column": "ip_change_pct", "published": -15.0, "tolerance": {"abs": 5.0}},
 ]
 
@@ -119,6 +120,7 @@ def test_book_says_which_claims_are_robust_and_which_hang_on_a_seed(reports):
     assert "Robust*: 1 of 2 Table-1 cells: Circ IP (9 of 10)" in text
     assert "Reproduced pooled, but under fewer than half of the seeds alone" in text and "LS IP (4 of 10)" in text
     assert "though at least 80% of the seeds alone reproduce it*: Circ IP (9 of 10), pooled partly" in text
+    assert "Headline claims not cut by seed*: `grid_claim` (their tables, `grid_effects.csv`, are not made" in text
     _, ledger = render_verdicts(reports / "more", v)
     assert "holds on 4 of 10 seeds" in ledger
     assert render_retraining(v.drop(columns=SEED_COLUMNS)) == ""

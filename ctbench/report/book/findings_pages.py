@@ -223,6 +223,17 @@ def render_retraining(verdicts: pd.DataFrame) -> str:
     if not unlucky.empty:
         parts.append("- *Partly or not reproduced pooled, though at least 80% of the seeds alone reproduce it*: "
                      + ", ".join(f"{_held(r)}, pooled {r['verdict']}" for _, r in unlucky.iterrows()) + ".")
+    uncut = verdicts[verdicts["headline"].map(lambda x: truthy(x) is True)
+                     & pd.to_numeric(verdicts["seed_share"], errors="coerce").isna()
+                     & ~verdicts.get("seed_note", pd.Series("", index=verdicts.index)).astype(str)
+                     .str.startswith("not judged per seed")] if "headline" in verdicts else verdicts.iloc[:0]
+    if not uncut.empty:
+        files = ", ".join(dict.fromkeys(f"`{f}`" for f in uncut["file"])) if "file" in uncut else ""
+        why = "their tables" + (f", {files}," if files else "") + " are not made per training seed"
+        if "file" in uncut and uncut["file"].astype(str).str.startswith("consistency").any():
+            why += "; the consistency study's invalidation rates are themselves over retrained models"
+        parts.append("- *Headline claims not cut by seed*: " + ", ".join(f"`{c}`" for c in uncut["claim"])
+                     + f" ({why}).")
     untimed = verdicts[verdicts.get("seed_note", pd.Series("", index=verdicts.index)).astype(str)
                        .str.startswith("not judged per seed")] if "seed_note" in verdicts else verdicts.iloc[:0]
     if not untimed.empty:
