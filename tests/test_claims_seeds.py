@@ -162,3 +162,18 @@ def test_a_population_shared_time_is_not_judged_per_seed():
     assert out["grad_evals"].tolist() == tt["grad_evals"].tolist()
     long = pd.DataFrame({"claim": "t", "seed": [0, 1], "verdict": "not yet run", "ours": "", "note": SHARED_TIME})
     assert seed_shares(long).loc["t", "seed_note"] == SHARED_TIME
+
+
+def test_a_seed_given_twice_is_refused(tmp_path):
+    from ctbench.errors import BadFileError
+    from ctbench.report.claims.seeds import seed_reports
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _eval_file(tmp_path / "a", "lin_sep", 3, 29.0)
+    again = _eval_file(tmp_path / "b", "lin_sep", 3, 29.0)
+    with pytest.raises(BadFileError, match="training seed 3: give each seed once"):
+        seed_reports(tmp_path / "out", evaluations=[first], retrain=[again])
+    out = tmp_path / "report"
+    assert main(["report", "--eval", first, "--retrain-eval", again, "--out", str(out)]) != 0
+    assert not out.exists()                          # refused before anything is written

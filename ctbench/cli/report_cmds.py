@@ -72,6 +72,10 @@ def _cmd_report(args) -> int:
     if missing:  # checked before anything is written
         raise BadFileError(f"report: input file(s) not found: {', '.join(missing)}")
     check_sidecars([*(args.eval or []), *(args.retrain_eval or [])], args.models or [], args.tuned or [])
+    if args.retrain_eval:
+        from ..report.claims.seeds import check_seed_inputs
+
+        check_seed_inputs([*(args.eval or []), *args.retrain_eval])
     by_kind = {"evaluations": args.eval, "retrain_evaluations": args.retrain_eval, "models": args.models,
                "robustness": args.robustness, "attribution": args.attribution, "grids": args.grids,
                "tuning": args.tuned, "consistency": args.consistency}

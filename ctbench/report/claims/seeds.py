@@ -70,6 +70,25 @@ def _by_seed(paths: Iterable[str | Path]) -> tuple[dict[int, list[Path]], list[P
     return known, unknown
 
 
+def check_seed_inputs(paths: list[str | Path]) -> None:
+    """Refuse two evaluation files of one (dataset, experiment, training seed): a seed given both as ``--eval`` and
+    as ``--retrain-eval`` would count its rows twice."""
+    from ...errors import BadFileError
+
+    seen: dict[tuple, Path] = {}
+    for p in dict.fromkeys(map(Path, paths)):
+        side = Path(f"{p}.json")
+        seed = file_seed(p)
+        if seed is None or not side.is_file():
+            continue
+        meta = json.loads(side.read_text())
+        key = (meta.get("dataset"), meta.get("experiment"), seed)
+        if key in seen:
+            raise BadFileError(f"evaluation files {seen[key]} and {p} are both of dataset {key[0]}, experiment "
+                               f"{key[1]}, training seed {seed}: give each seed once (--eval or --retrain-eval)")
+        seen[key] = p
+
+
 def _write(df: pd.DataFrame | None, folder: Path, name: str) -> None:
     if df is not None and not df.empty:
         df.to_csv(folder / name, index=False)
@@ -113,6 +132,7 @@ def seed_reports(root: str | Path, *, evaluations: Iterable[str | Path] = (),
     from ..tables.paper_tables import read_frames, table2
 
     root = Path(root)
+    check_seed_inputs([*evaluations, *retrain])
     evals, pooled = _by_seed([*evaluations, *retrain])
     if pooled:
         from ...evaluation.files import read_evaluations
@@ -241,5 +261,5 @@ def with_seed_shares(verdicts: pd.DataFrame, long: pd.DataFrame | None) -> pd.Da
 
 
 __all__ = ["HANGS", "JUDGED", "NEVER", "ROBUST", "ROBUST_SHARE", "SEED_COLUMNS", "SEED_FILES", "SHARED_TIME",
-           "file_seed", "judge_seeds", "robustness_label", "seed_reports", "seed_shares", "seed_verdicts",
-           "split_times", "with_seed_shares"]
+           "check_seed_inputs", "file_seed", "judge_seeds", "robustness_label", "seed_reports", "seed_shares",
+           "seed_verdicts", "split_times", "with_seed_shares"]
