@@ -89,6 +89,20 @@ def check_seed_inputs(paths: list[str | Path]) -> None:
         seen[key] = p
 
 
+def release_memory() -> None:
+    """Hand Arrow's freed memory back to the system: its pool keeps what the report's earlier passes over the
+    evaluation files freed (1.9 GB of the paper's set), and the per-seed tables would be read on top of it."""
+    import gc
+
+    gc.collect()
+    try:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
+    except (ImportError, AttributeError):  # an older pyarrow: the memory stays pooled, nothing is wrong
+        pass
+
+
 def _write(df: pd.DataFrame | None, folder: Path, name: str) -> None:
     if df is not None and not df.empty:
         df.to_csv(folder / name, index=False)
@@ -147,6 +161,7 @@ def seed_reports(root: str | Path, *, evaluations: Iterable[str | Path] = (),
         seeds |= {int(s) for s in pd.to_numeric(training_time["seed"], errors="coerce").dropna().unique()}
     out: dict[int, Path] = {}
     for seed in sorted(seeds):
+        release_memory()
         folder = root / f"seed_{seed}"
         folder.mkdir(parents=True, exist_ok=True)
         if seed in evals or pooled:
