@@ -58,6 +58,8 @@ def test_grid_performance_is_the_mean_over_models_not_rows(tmp_path):
     assert (out["table"] == 4).all() and (out["dataset"] == "LS").all()
     assert out.loc[("Accuracy", "Full"), "pub_mean"] == 1.0  # Table 4, LS, Full
     assert out.loc[("Accuracy", "Full"), "diff"] == pytest.approx(acc.mean() - 1.0)
+    assert out.loc[("F1-score", "Full"), "pub_mean"] == 1.0  # Table 4's F1 row, compared as accuracy is
+    assert out.loc[("F1-score", "Full"), "diff"] == pytest.approx(np.mean([0.80, 1.00, 0.85]) - 1.0)
     # chunks written before F1 was recorded: NaN with zero models, not an error
     old = grid_performance(df.drop(columns=["f1_test_ct", "f1_test_bl"])).set_index(["variable", "objective"])
     assert np.isnan(old.loc[("F1-score", "Full"), "mean"]) and old.loc[("F1-score", "Full"), "n_models"] == 0
