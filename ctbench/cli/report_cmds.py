@@ -76,7 +76,7 @@ def _cmd_report(args) -> int:
         from ..report.claims.seeds import check_seed_inputs
 
         check_seed_inputs([*(args.eval or []), *args.retrain_eval])
-    by_kind = {"evaluations": args.eval, "retrain_evaluations": args.retrain_eval, "models": args.models,
+    by_kind = {"evaluations": args.eval, "retrain": args.retrain_eval, "models": args.models,
                "robustness": args.robustness, "attribution": args.attribution, "grids": args.grids,
                "tuning": args.tuned, "consistency": args.consistency}
     # one code version (and, publishing, no uncommitted changes) or nothing is written

@@ -29,9 +29,6 @@ rule report:
         models=made_by(W.final_models(), rules.train_final.output, *ABLATION_MODELS),
         prop31=rules.prop31.output if W.jobs("prop31") else [],
         consistency=expand(rules.consistency.output[0], zip, **W.wildcards("consistency")),
-        # evaluations of more training seeds (report: {retrain_eval: [...]}, default none): only the claims' shares
-        # of seeds under which they hold (verdicts.csv, verdicts_seeds.csv) read them, never the paper's tables
-        retrain=config.get("report", {}).get("retrain_eval", []),
         claims="claims.yaml",
     output:
         W.path("report_index"),
@@ -40,7 +37,7 @@ rule report:
             f"--{flag} {' '.join(files)}"
             for flag, files in (("robustness", input.robustness), ("attribution", input.attribution),
                                 ("grids", input.grids), ("tuned", input.tuned),
-                                ("consistency", input.consistency), ("retrain-eval", input.retrain))
+                                ("consistency", input.consistency))
             if files
         ),
         profile=config["profile"],
