@@ -29,6 +29,8 @@ rule report:
         models=made_by(W.final_models(), rules.train_final.output, *ABLATION_MODELS),
         prop31=rules.prop31.output if W.jobs("prop31") else [],
         consistency=expand(rules.consistency.output[0], zip, **W.wildcards("consistency")),
+        # the retrain stage's evaluations (workflow/rules/retrain.smk): passed as --retrain-eval when retrain.report
+        retrain=RETRAIN_EVALS,
         claims="claims.yaml",
     output:
         W.path("report_index"),
@@ -37,7 +39,8 @@ rule report:
             f"--{flag} {' '.join(files)}"
             for flag, files in (("robustness", input.robustness), ("attribution", input.attribution),
                                 ("grids", input.grids), ("tuned", input.tuned),
-                                ("consistency", input.consistency))
+                                ("consistency", input.consistency),
+                                ("retrain-eval", input.retrain if RETRAIN_TO_REPORT else []))
             if files
         ),
         profile=config["profile"],
