@@ -49,6 +49,24 @@ def _tune_select(config: dict[str, Any]) -> list[dict[str, Any]]:
     return select_jobs(config)
 
 
+def _retrain(planner: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    """A planner of :mod:`ctbench.experiments.retrain` (no command imports it: not a stage of STAGES)."""
+
+    def plan(config: dict[str, Any]) -> list[dict[str, Any]]:
+        from .experiments import retrain
+
+        return getattr(retrain, planner)(config)
+
+    return plan
+
+
+def _lenet(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The LeNet jobs (:mod:`ctbench.experiments.lenet`; no command imports it: not a stage of STAGES)."""
+    from .experiments import lenet
+
+    return lenet.jobs(config)
+
+
 #: job kind → (planner, the wildcards that name one job). A kind that is a result template of
 #: :data:`ctbench.facts.PATHS` has that template's fields as wildcards.
 PLANS: dict[str, tuple[Callable[[dict[str, Any]], list[dict[str, Any]]], tuple[str, ...]]] = {
@@ -63,7 +81,23 @@ PLANS: dict[str, tuple[Callable[[dict[str, Any]], list[dict[str, Any]]], tuple[s
     "consistency": (_stage("consistency"), ("part", "dataset", "seed")),
     "figures": (_stage("figures"), ("figure",)),
     "prop31": (_stage("prop31"), ()),
+    "retrain_final": (_retrain("train_jobs"), ("dataset",)),
+    "retrain_evaluation": (_retrain("evaluation_jobs"), ("experiment", "dataset", "seed")),
+    "lenet": (_lenet, ("dataset", "objective", "seed")),
 }
+
+
+def _paths(kind: str) -> Any:
+    """The module whose templates hold result file ``kind``: :mod:`ctbench.facts`, or that of a stage no command
+    imports (retrain, lenet), whose templates stay out of facts so that adding them moved no code fingerprint."""
+    if kind in facts.PATHS:
+        return facts
+    from .experiments import lenet, retrain
+
+    for module in (retrain, lenet):
+        if kind in module.PATHS:
+            return module
+    return facts  # its error names the known templates
 
 
 @dataclass
@@ -102,14 +136,14 @@ class Workflow:
 
         check_workflow(self, schema_path)
 
-    # -- paths (templates: ctbench.facts.PATHS) ----------------------------------------------------------------
+    # -- paths (templates: ctbench.facts.PATHS; the retrain and lenet stages' own, see _paths) ------------------
     def path(self, kind: str, **fields: Any) -> str:
         """Result file ``kind`` of this run, every field filled."""
-        return facts.path(kind, self.results, **fields)
+        return _paths(kind).path(kind, self.results, **fields)
 
     def pattern(self, kind: str, **fields: Any) -> str:
         """Result file ``kind`` with the fields not given left as Snakemake wildcards (the rules' outputs)."""
-        return facts.pattern(kind, self.results, **fields)
+        return _paths(kind).pattern(kind, self.results, **fields)
 
     # -- the stages' plans -------------------------------------------------------------------------------------------
     def jobs(self, kind: str) -> list[dict[str, Any]]:
@@ -143,7 +177,7 @@ class Workflow:
 
     def outputs(self, kind: str) -> list[str]:
         """The result files of ``kind`` (a template of :data:`ctbench.facts.PATHS`) this run makes."""
-        fields = sorted(facts.fields(kind) - {"results"})
+        fields = sorted(_paths(kind).fields(kind) - {"results"})
         return [self.path(kind, **{f: j[f] for f in fields}) for j in self.jobs(kind)]
 
     def final_members(self, group: str | None = None) -> dict[str, list]:
@@ -152,6 +186,15 @@ class Workflow:
         from .experiments.final_training import members
 
         triples = members(self.config, group)
+        return {"folder": [t[0] for t in triples], "objective": [t[1] for t in triples],
+                "seed": [t[2] for t in triples]}
+
+    def retrain_members(self) -> dict[str, list]:
+        """``folder``, ``objective``, ``seed`` of every retrained model of one dataset (parallel lists, as
+        :meth:`final_members`)."""
+        from .experiments.retrain import members
+
+        triples = members(self.config)
         return {"folder": [t[0] for t in triples], "objective": [t[1] for t in triples],
                 "seed": [t[2] for t in triples]}
 

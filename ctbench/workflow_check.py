@@ -8,7 +8,7 @@ values, which Snakemake itself leaves as text) and then :func:`check_workflow`, 
 2. the fidelity mode and switches (types from :class:`ctbench.fidelity.Fidelity`), the device (a CUDA device must
    exist), each dataset's loader parameters (``data_params``) and the raw files of the real datasets (present, with
    their sha256);
-3. the train config of every final model, grid point, grid baseline and tuning point through
+3. the train config of every final, retrained and LeNet model, grid point, grid baseline and tuning point through
    :func:`ctbench.training.preflight.check_train_config` — the very check ``ctbench train`` and the Python API
    run — so a misspelt switch, a bad override or an out-of-range grid value (``tau: [1.5]``) stops the workflow at
    once;
@@ -208,6 +208,14 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
             where = (f"final model {m['out']} (settings training, training_overrides, fidelity_overrides, "
                      "data_params)")
             _checked(where, check_train_config, m["config"], device=False)
+    # the retrain stage's models (the final models' configs with other seeds; its block is checked by its planner)
+    for job in _checked("retrain", workflow.jobs, "retrain_final"):
+        for m in job["members"]:
+            _checked(f"retrained model {m['out']} (settings retrain, training, training_overrides)",
+                     check_train_config, m["config"], device=False)
+    for job in _checked("lenet", workflow.jobs, "lenet"):
+        _checked(f"LeNet model {job['out']} (settings lenet, training, training_overrides)", check_train_config,
+                 job["config"], device=False)
     # the evaluation protocol of every evaluation job (the family `ctbench evaluate` reads from the registry), and
     # for generated datasets (their size costs ms) whether the test split can give the individuals asked for
     seen = set()

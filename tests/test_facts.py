@@ -134,7 +134,8 @@ def test_plan_script_reads_every_job_of_a_dry_run(tmp_path):
 
     jobs = plan(ROOT, "smoke", str(tmp_path / "res"))
     parsed = [yaml.safe_load(j) for j in jobs]
-    assert len(parsed) == 34 and [j["rule"] for j in parsed].count("all") == 1  # 33 + stage_times
+    # 33 + stage_times + the retrain stage (one training job, one evaluation)
+    assert len(parsed) == 36 and [j["rule"] for j in parsed].count("all") == 1
     assert all(j["output"] and "shell" in j for j in parsed if j["rule"] != "all")
     assert {j["rule"] for j in parsed} >= {"data", "train_final", "evaluate", "report", "book", "tune_select"}
     assert diff(jobs, jobs) == ([], []) and diff(jobs, jobs[1:]) == ([jobs[0]], [])

@@ -120,7 +120,12 @@ def result_set_versions(report: Path | None) -> dict[str, Any] | None:
         return None
     return {"code_versions": dict(sorted(total.items(), key=lambda kv: -kv[1])), "per_kind": per_kind,
             "mixed": bool(prov.get("mixed", len(recorded) > 1)),
-            "dirty": sum(n for v, n in total.items() if is_dirty(v)), "report_commit": prov.get("git_commit")}
+            "dirty": sum(n for v, n in total.items() if is_dirty(v)), "report_commit": prov.get("git_commit"),
+            "stage_code": prov.get("stage_code") or {}}
+
+
+def _short(commit: str | None) -> str:
+    return f"`{commit[:7]}`" + (" (uncommitted changes)" if is_dirty(commit) else "") if commit else "this commit"
 
 
 def render_result_set(report: Path | None) -> str:
@@ -131,10 +136,18 @@ def render_result_set(report: Path | None) -> str:
                 "these numbers is not known.\n")
     versions = info["code_versions"]
     short = {v: f"`{v[:7]}`" + (" (uncommitted changes)" if is_dirty(v) else "") for v in versions}
-    if not info["mixed"]:
-        v = next(v for v in versions if v != UNRECORDED)
+    recorded = [v for v in versions if v != UNRECORDED]
+    if not info["mixed"] and len(recorded) == 1:
         n = sum(versions.values())
-        return f"Every number in this book was made by one code version, {short[v]} ({n} input files).\n"
+        return f"Every number in this book was made by one code version, {short[recorded[0]]} ({n} input files).\n"
+    if not info["mixed"]:
+        commit = info["report_commit"]
+        stages = ", ".join(f"{k} `{c['stage']}` {str(c['code'])[:12]}" for k, c in info["stage_code"].items())
+        return (f"Every number in this book is what the code at {_short(commit)} makes: its {sum(versions.values())} "
+                f"input files were written at {len(recorded)} commits, and for each file the code of the stage that "
+                f"wrote it is identical at its commit and here (stage code fingerprints: {stages}). Snakemake reran "
+                "exactly the stages whose code or settings changed.\n\n"
+                + md_table(["code version", "input files"], [[short[v], str(n)] for v, n in versions.items()]))
     kinds = ", ".join(f"{k} {len(kv)}" for k, kv in info["per_kind"].items() if kv)
     rows = [[short[v], str(n)] for v, n in versions.items()]
     return ("```{warning}\n"

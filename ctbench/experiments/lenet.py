@@ -1,0 +1,89 @@
+"""LeNet on MNIST (the CT paper's appendix F.1.2): one CT and one BL LeNet-5 at the final MNIST settings, each
+trained alone so that its sidecar's ``train_seconds`` is its own measured time (in a population it would be the
+population's wall time divided by its size, which cannot tell CT from BL), for the compute claim
+``lenet_training_time`` (CT 30-45 min against 15 min per conventional model).
+
+The paper reports no LeNet result: LeNet appears only in the MNIST tuning runs and the compute remarks (reference
+notes, §"Models"). The train configs are the single experiment's final MNIST configs (:func:`.final_training.
+train_config`) with ``model: {type: lenet}``. Only the workflow imports this module (the jobs run ``ctbench
+train``); its path template lives here, not in :data:`ctbench.facts.PATHS`, so adding the stage changes no stage's
+code fingerprint.
+"""
+
+from __future__ import annotations
+
+import copy
+import string
+from typing import Any
+
+from ..errors import ConfigError
+
+#: result template of this stage; the report's training_time.csv names a model's experiment by the folder two above
+#: its file, here ``lenet``
+PATHS: dict[str, str] = {"lenet_model": "{results}/lenet/{dataset}/{objective}_s{seed}.pt"}
+#: CT and BL (the compute claim compares their training times)
+OBJECTIVES = ("full", "vanilla")
+MODEL = {"type": "lenet"}
+
+
+def _template(kind: str) -> str:
+    if kind not in PATHS:
+        raise ValueError(f"no lenet result path {kind!r}; known: {sorted(PATHS)}")
+    return PATHS[kind]
+
+
+def fields(kind: str) -> set[str]:
+    """The named fields of template ``kind``."""
+    return {f for _, f, _, _ in string.Formatter().parse(_template(kind)) if f}
+
+
+def path(kind: str, results: str, **values: Any) -> str:
+    """Template ``kind`` with every field filled (as :func:`ctbench.facts.path`)."""
+    wanted = fields(kind) - {"results"}
+    if set(values) != wanted:
+        raise ValueError(f"path {kind!r} ({PATHS[kind]}) takes the fields {sorted(wanted)}, got {sorted(values)}")
+    return _template(kind).format(results=str(results).rstrip("/"), **values)
+
+
+def pattern(kind: str, results: str, **values: Any) -> str:
+    """Template ``kind`` with the given fields filled and the others left as Snakemake wildcards."""
+    unknown = set(values) - fields(kind)
+    if unknown:
+        raise ValueError(f"path {kind!r} ({PATHS[kind]}) has no field(s) {sorted(unknown)}")
+    keep = {f: "{" + f + "}" for f in fields(kind)}
+    return _template(kind).format_map({**keep, "results": str(results).rstrip("/"), **values})
+
+
+def train_config(config: dict[str, Any], dataset: str, objective: str, seed: int,
+                 epochs: int | None = None) -> dict[str, Any]:
+    """The single experiment's final train config of ``dataset`` (the workflow's training, fidelity, data and
+    device settings applied) with a LeNet; ``epochs`` (None: the workflow's ``training.epochs``, else 100)."""
+    from .final_training import train_config as final_config
+
+    if epochs is not None:
+        config = {**config, "training": {**(config.get("training") or {}), "epochs": int(epochs)}}
+    folder = "baseline" if objective == "vanilla" else "single"
+    cfg = copy.deepcopy(final_config(config, folder, dataset, objective, int(seed)))
+    cfg["model"] = dict(MODEL)
+    return cfg
+
+
+def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """One training job per (dataset, objective) of the ``lenet`` block: one model each (``out``, ``config``)."""
+    block = config.get("lenet") or {}
+    if not block.get("enabled", False):
+        return []
+    datasets = [d for d in (block.get("datasets") or ["mnist"]) if d in config["datasets"]]
+    from ..data.registry import family
+
+    for d in datasets:
+        if family(d) != "vision":
+            raise ConfigError(f"lenet.datasets: {d!r} is a {family(d)} dataset; LeNet takes 28×28 images (mnist)")
+    seed, epochs = int(block.get("seed", 0)), block.get("epochs")
+    results = str(config["results"]).rstrip("/")
+    return [{"dataset": d, "objective": o, "seed": seed,
+             "out": path("lenet_model", results, dataset=d, objective=o, seed=seed),
+             "config": train_config(config, d, o, seed, epochs)} for d in datasets for o in OBJECTIVES]
+
+
+__all__ = ["MODEL", "OBJECTIVES", "PATHS", "jobs", "path", "pattern", "train_config"]
