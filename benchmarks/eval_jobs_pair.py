@@ -34,7 +34,8 @@ def command(job: str, models: Path, out: Path) -> list[str]:
     if kind == "evaluate":
         exp, ds, seed = rest
         return ["evaluate", "--model", f"full={models}/{exp}/{ds}/full_s{seed}.pt",
-                f"vanilla={models}/baseline/{ds}/vanilla_s{seed}.pt", "--set", "n_runs=100", "--set", LAMBDAS,
+                f"vanilla={models}/baseline/{ds}/vanilla_s{seed}.pt", *(["--constrained"] if exp == "mutability" else []),
+                "--set", "n_runs=100", "--set", LAMBDAS,
                 "--set", f"seed={seed}", "--set", f"n_individuals={INDIVIDUALS[ds]}", "--experiment", exp,
                 "--out", str(out), "--quiet"]
     if kind == "attribution":

@@ -60,3 +60,14 @@ def test_robustness_curve_checks_its_attacks():
         attack_kernels.robustness_curve(m, X, y, attacks=("fgsm", "cw"))
     only = attack_kernels.robustness_curve(m, X, y, attacks=("pgd",), eps_grid=np.array([0.0, 0.1]), n_steps=2)
     assert list(only["attack"]) == ["pgd", "pgd"]
+
+
+def test_the_curve_leaves_the_models_parameters_as_it_found_them():
+    m = _model(6, 2, "mlp", 1)
+    m[0].bias.requires_grad_(False)
+    X, y = _data(30, 6, 2, 1)
+    attack_kernels.robustness_curve(m, X, y, eps_grid=[0.0, 0.1], n_steps=2)
+    assert [p.requires_grad for p in m.parameters()] == [True, False, True, True]
+    with pytest.raises(ValueError):
+        attack_kernels.robustness_curve(m, X, y[:5], eps_grid=[0.1], n_steps=2)
+    assert [p.requires_grad for p in m.parameters()] == [True, False, True, True]

@@ -7,6 +7,8 @@ bit but fewer passes over memory (issue 21, evaluation stage; tested in ``tests/
   ≈ 4.6 → 2.1 ms a step of 2,048 × 784 at one thread).
 * PGD at ε = 0 is not iterated: the ball is the point, so every iterate is the (clamped) input; its random start,
   drawn from that ε's own generator, is used by nothing else.
+* The model's parameters do not require gradients during the curve (restored after): the input gradient is the
+  same product, without the autograd bookkeeping for the weights (≈ 8% of an MNIST step).
 
 Reached from ``ctbench robustness`` only (:mod:`ctbench.experiments.robustness`), so the stages that use
 ``robustness`` for accuracy and F1 keep their code fingerprint; the two can merge when those stages are rerun.
@@ -15,6 +17,7 @@ Reached from ``ctbench robustness`` only (:mod:`ctbench.experiments.robustness`)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -33,6 +36,19 @@ def _grad_sign(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         loss = F.cross_entropy(model(x), y, reduction="sum")
         (grad,) = torch.autograd.grad(loss, x)
     return grad.sign()
+
+
+@contextmanager
+def _frozen(model):
+    """The model's parameters without ``requires_grad`` for the block; each parameter's flag restored after."""
+    params = [p for p in model.parameters() if p.requires_grad] if hasattr(model, "parameters") else []
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield model
+    finally:
+        for p in params:
+            p.requires_grad_(True)
 
 
 def _bounds(clamp, like: torch.Tensor):
@@ -97,7 +113,7 @@ def robustness_curve(model, X, y, eps_grid: Sequence[float] | np.ndarray | None 
     gens = {i: torch.Generator().manual_seed(int(seed)) for i in range(len(eps_grid))}
     bounds = _bounds(clamp, X)
     bs = n if not batch_size or batch_size <= 0 else int(batch_size)
-    with eval_mode(model):
+    with eval_mode(model), _frozen(model):
         for start in range(0, n, max(bs, 1)):
             xb, yb = X[start:start + bs], y[start:start + bs]
             if "fgsm" in attacks:
