@@ -33,9 +33,10 @@ def command(job: str, models: Path, out: Path) -> list[str]:
     kind, *rest = job.split(":")
     if kind == "evaluate":
         exp, ds, seed = rest
+        constrained = ["--constrained"] if exp == "mutability" else []  # as the workflow's evaluate rule
         return ["evaluate", "--model", f"full={models}/{exp}/{ds}/full_s{seed}.pt",
-                f"vanilla={models}/baseline/{ds}/vanilla_s{seed}.pt", *(["--constrained"] if exp == "mutability" else []),
-                "--set", "n_runs=100", "--set", LAMBDAS,
+                f"vanilla={models}/baseline/{ds}/vanilla_s{seed}.pt", *constrained, "--set", "n_runs=100",
+                "--set", LAMBDAS,
                 "--set", f"seed={seed}", "--set", f"n_individuals={INDIVIDUALS[ds]}", "--experiment", exp,
                 "--out", str(out), "--quiet"]
     if kind == "attribution":
