@@ -26,6 +26,8 @@ import pandas as pd
 LAMBDAS = "lambdas=[0.1, 0.5, 1.0, 5.0, 10.0]"
 #: individuals per run by dataset family, as in the paper profile's commands
 INDIVIDUALS = {"mnist": 25, "adult": 100, "lin_sep": 250}
+#: the protocol seed of every paper evaluate job (the models' seed is in their file names, not here)
+PROTOCOL_SEED = 0
 
 
 def command(job: str, models: Path, out: Path) -> list[str]:
@@ -37,7 +39,7 @@ def command(job: str, models: Path, out: Path) -> list[str]:
         return ["evaluate", "--model", f"full={models}/{exp}/{ds}/full_s{seed}.pt",
                 f"vanilla={models}/baseline/{ds}/vanilla_s{seed}.pt", *constrained, "--set", "n_runs=100",
                 "--set", LAMBDAS,
-                "--set", f"seed={seed}", "--set", f"n_individuals={INDIVIDUALS[ds]}", "--experiment", exp,
+                "--set", f"seed={PROTOCOL_SEED}", "--set", f"n_individuals={INDIVIDUALS[ds]}", "--experiment", exp,
                 "--out", str(out), "--quiet"]
     if kind == "attribution":
         ds, seed = rest
