@@ -36,9 +36,11 @@ def command(job: str, models: Path, out: Path) -> list[str]:
     if kind == "evaluate":
         exp, ds, seed = rest
         constrained = ["--constrained"] if exp == "mutability" else []  # as the workflow's evaluate rule
-        return ["evaluate", "--model", f"full={models}/{exp}/{ds}/full_s{seed}.pt",
-                f"vanilla={models}/baseline/{ds}/vanilla_s{seed}.pt", *constrained, "--set", "n_runs=100",
-                "--set", LAMBDAS,
+        # the ablation job evaluates only its own objectives (full and vanilla are single's rows)
+        pairs = ({"energy": "ablation", "adversarial": "ablation"} if exp == "ablation"
+                 else {"full": exp, "vanilla": "baseline"})
+        return ["evaluate", "--model", *[f"{n}={models}/{d}/{ds}/{n}_s{seed}.pt" for n, d in pairs.items()],
+                *constrained, "--set", "n_runs=100", "--set", LAMBDAS,
                 "--set", f"seed={PROTOCOL_SEED}", "--set", f"n_individuals={INDIVIDUALS[ds]}", "--experiment", exp,
                 "--out", str(out), "--quiet"]
     if kind == "attribution":
