@@ -27,13 +27,15 @@ def check_experiment(value: str, option: str = "--experiment") -> str:
 
 
 def _cmd_evaluate(args) -> int:
+    from ..evaluation.pool_kernels import cached_ip_star
     from ..experiments.evaluation import parse_models, run, write
 
     check_experiment(args.experiment)
 
     job = {"models": parse_models(args.model), "experiment": args.experiment, "constrained": args.constrained,
            "settings": _protocol_overrides(args.set)}
-    df = run(job, progress=not args.quiet)
+    with cached_ip_star():  # the same numbers, each class pool's distances once per job (issue 21)
+        df = run(job, progress=not args.quiet)
     write(df, args.out)
     summary = df.groupby("model")[["valid", "cost", "ip", "ip_star"]].mean()
     print(f"wrote {len(df)} rows to {args.out}\n{summary.to_string(float_format=lambda v: f'{v:.3f}')}")

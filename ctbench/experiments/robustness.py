@@ -27,7 +27,7 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
 
 def run(job: dict[str, Any]) -> pd.DataFrame:
     """One job (``{"models": {name: path}, "seed", "experiment"}``, optional ``eps_grid``)."""
-    from ..evaluation.robustness import robustness_curve
+    from ..evaluation.attack_kernels import robustness_curve
 
     seed, experiment = int(job.get("seed", 0)), str(job.get("experiment", ""))
     models, data = load_models([f"{n}={p}" for n, p in job["models"].items()])
