@@ -18,7 +18,6 @@ sees the table.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ import pandas as pd
 
 from ...facts import VERSION_LABELS
 from ..common import dataset_label
+from ..tables.training_time import training_times
 from .rules import RULE_FUNCTIONS, Missing, NotComputable, fmt
 from .schema import (
     BLACK_DATASETS,
@@ -144,7 +144,7 @@ def write_verdicts(claims_yaml: str | Path, report_dir: str | Path, out: str | P
     to ``verdicts_seeds.csv`` / ``.md`` next to ``verdicts.csv``."""
     from ...io import atomic_write_text
     from ..markdown import frame_to_markdown
-    from .seeds import with_seed_shares
+    from .shares import with_seed_shares
 
     df = evaluate_claims(claims_yaml, report_dir)
     out = Path(out) if out is not None else Path(report_dir) / "verdicts.csv"
@@ -158,33 +158,3 @@ def write_verdicts(claims_yaml: str | Path, report_dir: str | Path, out: str | P
     return out
 
 
-def training_times(sidecars: list[str | Path]) -> pd.DataFrame:
-    """``training_time.csv`` from saved models' JSON sidecars: dataset, objective, experiment, seed, ``model`` (the
-    architecture: mlp, linear, lenet), the wall-clock ``train_seconds`` and ``grad_evals``, a cost that does not
-    depend on the machine's load: row-gradient evaluations, i.e. per epoch the training rows of the classifier loss
-    plus ``nce`` × the mean number of search steps (CT's extra loss terms on counterfactuals and x⁺ are not counted,
-    so CT's cost is a lower bound).
-
-    Wall-clock seconds of population members are their population's wall time divided by its size. Where CT and BL
-    trained in one population (result sets before baselines trained on their own) they share that time and cannot
-    be told apart; the timing claims say "not computable" there (``must_differ``)."""
-    rows = []
-    for p in sidecars:
-        meta = json.loads(Path(p).read_text())
-        log = meta.get("log") or {}
-        n_train = ((meta.get("dataset") or {}).get("meta") or {}).get("n_train") if isinstance(
-            meta.get("dataset"), dict) else None
-        nce = ((meta.get("config") or {}).get("training") or {}).get("nce", 0)
-        steps = pd.to_numeric(pd.Series(log.get("mean_steps", []), dtype=float), errors="coerce").fillna(0.0)
-        grad_evals = (len(steps) * n_train + float(nce) * float(steps.sum())) if n_train and len(steps) else None
-        ds = meta.get("dataset")
-        ds = ds.get("name") if isinstance(ds, dict) else ds
-        obj = meta.get("objective_effective") or (meta.get("config") or {}).get("objective") or {}
-        obj = obj.get("name") if isinstance(obj, dict) else obj
-        spec = meta.get("model_spec") or (meta.get("config") or {}).get("model") or {}
-        rows.append({"dataset": dataset_label(ds), "objective": obj,
-                     "experiment": meta.get("experiment", ""), "seed": meta.get("seed"),
-                     "model": spec.get("type", "") if isinstance(spec, dict) else "",
-                     "train_seconds": meta.get("train_seconds"), "grad_evals": grad_evals, "path": str(p)})
-    return pd.DataFrame(rows, columns=["dataset", "objective", "experiment", "seed", "model", "train_seconds",
-                                       "grad_evals", "path"])

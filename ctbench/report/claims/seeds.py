@@ -26,18 +26,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .schema import NOT_REPRODUCED, PARTLY, REPRODUCED, load_claims
+from .schema import load_claims
+from .shares import (
+    HANGS,
+    JUDGED,
+    NEVER,
+    ROBUST,
+    ROBUST_SHARE,
+    SEED_COLUMNS,
+    SHARED_TIME,
+    robustness_label,
+    seed_shares,
+    with_seed_shares,
+)
 
-#: a claim that holds under at least this share of the seeds that judged it is robust to retraining
-ROBUST_SHARE = 0.8
-#: the labels of :func:`robustness_label`
-ROBUST, HANGS, NEVER = "robust", "hangs on the seed", "holds on no seed"
 #: the per-seed tables (those whose inputs carry a training seed); other files are not split
 SEED_FILES = ("table1.csv", "table3.csv", "appendix_ci.csv", "appendix_cost_unconstrained.csv", "performance.csv",
               "robustness.csv", "table2.csv", "training_time.csv")
-#: verdicts that count as judged on a seed (not computable / not yet run are not)
-JUDGED = (REPRODUCED, PARTLY, NOT_REPRODUCED)
-SEED_COLUMNS = ["seed_share", "seeds_held", "seed_robustness", "seed_note"]
 _NAME_SEED = re.compile(r"_s(\d+)\.")
 
 
@@ -111,9 +116,9 @@ def _write(df: pd.DataFrame | None, folder: Path, name: str) -> None:
 def _evaluation_seed_tables(files: list[Path], seed: int, folder: Path, settings) -> None:
     """Tables 1 and 3, the appendix's CI and unconstrained-cost tables and the performance table of one seed."""
     from ...evaluation.files import read_evaluations
-    from ..tables.paper_tables import _KEYS, cost_table_unconstrained, performance_table, table1, table3
+    from ..tables.paper_tables import EVAL_KEYS, cost_table_unconstrained, performance_table, table1, table3
 
-    evals = read_evaluations(files, (*_KEYS, "ip", "ip_star", "cost"), experiments=("single", "mutability"))
+    evals = read_evaluations(files, (*EVAL_KEYS, "ip", "ip_star", "cost"), experiments=("single", "mutability"))
     if not evals.empty and "seed" in evals:
         evals = evals[pd.to_numeric(evals["seed"], errors="coerce") == seed].reset_index(drop=True)
     if not evals.empty:
@@ -177,11 +182,6 @@ def seed_reports(root: str | Path, *, evaluations: Iterable[str | Path] = (),
     return out
 
 
-#: why a per-seed training time is left out (members of one population read its wall time divided by its size)
-SHARED_TIME = ("not judged per seed: the training seeds of a model share one measured time (one population's wall "
-               "time divided by its size), so the seeds were not timed apart")
-
-
 def split_times(training_time: pd.DataFrame) -> pd.DataFrame:
     """``training_time`` with ``train_seconds`` blanked for every (dataset, objective, experiment, model) whose
     seeds all read the same time (:data:`SHARED_TIME`); ``grad_evals`` is counted per model and stays."""
@@ -226,53 +226,6 @@ def seed_verdicts(claims_yaml: str | Path, **inputs: Any) -> pd.DataFrame:
     they are the pooled tables' inputs cut by seed)."""
     with tempfile.TemporaryDirectory(prefix="ctbench_seeds_") as tmp:
         return judge_seeds(claims_yaml, seed_reports(tmp, **inputs))
-
-
-def robustness_label(share: float) -> str:
-    """:data:`ROBUST` (holds under at least :data:`ROBUST_SHARE` of the seeds), :data:`NEVER` (under none) or
-    :data:`HANGS` (in between: which models were trained decides); '' when no seed judged the claim."""
-    if share is None or not np.isfinite(share):
-        return ""
-    return ROBUST if share >= ROBUST_SHARE else NEVER if share == 0 else HANGS
-
-
-def _seed_list(seeds: Iterable[Any]) -> str:
-    return ", ".join(str(int(s)) for s in sorted(seeds))
-
-
-def seed_shares(long: pd.DataFrame) -> pd.DataFrame:
-    """Per claim (index): ``seed_share`` (the share of judging seeds under which it is reproduced), ``seeds_held``
-    ("3 of 5"), ``seed_robustness`` (:func:`robustness_label`) and ``seed_note`` (which seeds gave which verdict)."""
-    rows = {}
-    for cid, g in long.groupby("claim", sort=False):
-        judged = g[g["verdict"].isin(JUDGED)]
-        held = judged[judged["verdict"] == REPRODUCED]
-        share = len(held) / len(judged) if len(judged) else float("nan")
-        parts = []
-        for v in dict.fromkeys(g["verdict"]):
-            on = g.loc[g["verdict"] == v, "seed"]
-            parts.append(f"{v} on seed{'s' if len(on) > 1 else ''} {_seed_list(on)}")
-        note = "per training seed: " + "; ".join(parts)
-        if judged.empty and "note" in g:  # no seed could judge it: say why
-            why = list(dict.fromkeys(str(n) for n in g["note"] if str(n)))
-            note = why[0] if why == [SHARED_TIME] else f"{note} ({'; '.join(why)})"
-        rows[cid] = {"seed_share": share,
-                     "seeds_held": f"{len(held)} of {len(judged)}" if len(judged) else "",
-                     "seed_robustness": robustness_label(share), "seed_note": note}
-    return pd.DataFrame.from_dict(rows, orient="index", columns=SEED_COLUMNS)
-
-
-def with_seed_shares(verdicts: pd.DataFrame, long: pd.DataFrame | None) -> pd.DataFrame:
-    """``verdicts`` with the :data:`SEED_COLUMNS` right after ``verdict`` (empty for claims no seed judged)."""
-    out = verdicts.copy()
-    shares = seed_shares(long) if long is not None and not long.empty else pd.DataFrame(columns=SEED_COLUMNS)
-    for c in SEED_COLUMNS:
-        out[c] = out["claim"].map(shares[c]) if len(shares) else np.nan
-        if c != "seed_share":
-            out[c] = out[c].fillna("")
-    cols = list(verdicts.columns)
-    at = cols.index("verdict") + 1 if "verdict" in cols else len(cols)
-    return out[[*cols[:at], *SEED_COLUMNS, *cols[at:]]]
 
 
 __all__ = ["HANGS", "JUDGED", "NEVER", "ROBUST", "ROBUST_SHARE", "SEED_COLUMNS", "SEED_FILES", "SHARED_TIME",

@@ -203,7 +203,7 @@ def write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any])
 
 
 #: the design columns of an evaluation file that every table reads
-_KEYS = ("dataset", "experiment", "seed", "objective", "lambda_energy", "run", "valid")
+EVAL_KEYS = ("dataset", "experiment", "seed", "objective", "lambda_energy", "run", "valid")
 #: text columns as categoricals (~40 bytes a row less): off, the tables do string arithmetic on grouped keys (Table 3's
 #: ``objective.map(...) + "_"`` fails on a categorical); to be switched on once every table is checked with it
 _COMPACT = False
@@ -224,7 +224,7 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
          "table3_agreement", "appendix_cost_unconstrained", "ablation"))
     if not evaluations:
         return tables
-    evals = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star", "cost"), experiments=("single", "mutability"),
+    evals = read_evaluations(evaluations, (*EVAL_KEYS, "ip", "ip_star", "cost"), experiments=("single", "mutability"),
                              compact=_COMPACT)
     if not evals.empty:
         t1 = table1(evals, settings)
@@ -249,12 +249,13 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
         tables["table3_agreement"] = validity_agreement(t3)
         tables["appendix_cost_unconstrained"] = cost_table_unconstrained(evals)
     del evals
-    single = read_evaluations(evaluations, (*_KEYS, "ip_star_run", "ip_star_pooled"), experiments=("single",),
+    single = read_evaluations(evaluations, (*EVAL_KEYS, "ip_star_run", "ip_star_pooled"), experiments=("single",),
                               compact=_COMPACT)
     if not single.empty:
         tables["ipstar_groupings"] = ipstar_groupings(single, pub)
     del single
-    abl = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star"), experiments=("single", "ablation"), compact=_COMPACT)
+    abl = read_evaluations(evaluations, (*EVAL_KEYS, "ip", "ip_star"), experiments=("single", "ablation"),
+                           compact=_COMPACT)
     if not abl.empty:
         tables["ablation"] = ablation(abl)
     return tables
@@ -357,7 +358,7 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
     written: dict[str, Any] = {}
     evaluations, models = list(evaluations), list(models)
     if models:
-        from ..claims import training_times
+        from .training_time import training_times
 
         tt = training_times([Path(f"{m}.json") for m in models])
         tt["experiment"] = [Path(m).parent.parent.name for m in models]
