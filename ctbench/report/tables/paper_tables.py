@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import BadFileError
-from ...evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
+from ...evaluation.aggregate import ablation_table, reduction_table, validity_table
 from ...facts import OBJECTIVE_LABELS, PAPER_ORDER
 from ...io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
 from ..common import dataset_label, paper_sorted, with_labels
@@ -57,14 +57,27 @@ def table1_bootstrap(evals: pd.DataFrame, n_boot: int = 1000, seed: int = 2025) 
 
     IP* is left out: it is a group statistic (one MMD per group of counterfactuals), so resampling individuals would
     need the MMD recomputed for every resample; reusing the group values gave zero-width intervals (issue 11)."""
-    parts = []
-    for exp, metric, kind, label in (("single", "ip", "ip", "IP"), ("mutability", "cost", "cost", "Cost")):
-        sub = evals[evals["experiment"] == exp]
-        for name, g in sub.groupby("dataset", sort=False, observed=True):
-            # one random stream per (seed, dataset): a dataset's interval does not depend on which other datasets
-            # the report holds (the verify slice reproduces the full set's rows)
-            parts.append(bootstrap_reduction(pool_seeds(with_labels(g)), metric, kind=kind, label=label,
-                                             n_boot=n_boot, seed=dataset_seed(seed, str(name))))
+    from .shared_bootstrap import shared_bootstraps
+
+    # the (experiment, dataset) cells in the order the rows were always made: every dataset of `single`, then of
+    # `mutability`, each in order of first appearance
+    specs = (("single", "ip", "ip", "IP"), ("mutability", "cost", "cost", "Cost"))
+    order = [(e, name) for e, (exp, *_) in enumerate(specs)
+             for name in pd.unique(evals.loc[evals["experiment"] == exp, "dataset"].dropna())]
+    done = {}
+    for name in dict.fromkeys(name for _, name in order):
+        # one random stream per (seed, dataset): a dataset's interval does not depend on which other datasets
+        # the report holds (the verify slice reproduces the full set's rows); its IP and cost share their draws
+        # where their strata agree (shared_bootstrap), one dataset's rows in memory at a time
+        es = [e for e, nm in order if nm == name]
+        of_ds = evals[evals["dataset"] == name]
+        jobs = [(pool_seeds(with_labels(of_ds[of_ds["experiment"] == specs[e][0]])), *specs[e][1:]) for e in es]
+        del of_ds
+        for e, part in zip(es, shared_bootstraps(jobs, n_boot=n_boot, seed=dataset_seed(seed, str(name))),
+                           strict=True):
+            done[e, name] = part
+        del jobs
+    parts = [done[k] for k in order]
     parts = [p for p in parts if not p.empty]  # no CT/BL pair in any cell: no table (not a KeyError)
     return paper_sorted(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
 
