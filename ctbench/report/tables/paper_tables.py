@@ -9,7 +9,7 @@ and the robustness figure as PNG and PDF; a table whose experiment has not been 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from ...io import atomic_write_json, atomic_write_text, machine, provenance, rea
 from ..common import dataset_label, paper_sorted, with_labels
 from ..markdown import frame_to_markdown
 from ..settings import ReportSettings
-from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, pool_seeds
+from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, experiment_rows, pool_seeds
 from .table1 import table1 as table1_cells
 
 
@@ -41,9 +41,12 @@ def read_frames(paths: Iterable[str | Path], what: str = "input", required: Iter
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def table1(evals: pd.DataFrame, settings: ReportSettings | None = None) -> pd.DataFrame:
+def table1(evals: pd.DataFrame | Mapping[str, pd.DataFrame], settings: ReportSettings | None = None) -> pd.DataFrame:
     """Table 1: % reduction CT vs BL of IP and IP* (``single``) and cost (``mutability``), with the paper's ± and
-    star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.tables.table1`)."""
+    star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.tables.table1`). ``evals``:
+    one frame, or a mapping experiment → frame (:func:`~ctbench.report.tables.table1.experiment_rows`)."""
+    if isinstance(evals, Mapping):
+        return table1_cells({k: with_labels(v) for k, v in evals.items()}, settings)
     return table1_cells(with_labels(evals), settings)
 
 
@@ -52,7 +55,8 @@ def dataset_seed(seed: int, dataset: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{dataset}".encode()).digest()[:8], "little")
 
 
-def table1_bootstrap(evals: pd.DataFrame, n_boot: int = 1000, seed: int = 2025) -> pd.DataFrame:
+def table1_bootstrap(evals: pd.DataFrame | Mapping[str, pd.DataFrame], n_boot: int = 1000,
+                     seed: int = 2025) -> pd.DataFrame:
     """The cleaner estimate: bootstrap over individuals, percentile CIs of the mean difference and the reduction.
 
     IP* is left out: it is a group statistic (one MMD per group of counterfactuals), so resampling individuals would
@@ -62,17 +66,15 @@ def table1_bootstrap(evals: pd.DataFrame, n_boot: int = 1000, seed: int = 2025) 
     # the (experiment, dataset) cells in the order the rows were always made: every dataset of `single`, then of
     # `mutability`, each in order of first appearance
     specs = (("single", "ip", "ip", "IP"), ("mutability", "cost", "cost", "Cost"))
-    order = [(e, name) for e, (exp, *_) in enumerate(specs)
-             for name in pd.unique(evals.loc[evals["experiment"] == exp, "dataset"].dropna())]
+    by_exp = [experiment_rows(evals, exp) for exp, *_ in specs]
+    order = [(e, name) for e, sub in enumerate(by_exp) for name in pd.unique(sub["dataset"].dropna())]
     done = {}
     for name in dict.fromkeys(name for _, name in order):
         # one random stream per (seed, dataset): a dataset's interval does not depend on which other datasets
         # the report holds (the verify slice reproduces the full set's rows); its IP and cost share their draws
         # where their strata agree (shared_bootstrap), one dataset's rows in memory at a time
         es = [e for e, nm in order if nm == name]
-        of_ds = evals[evals["dataset"] == name]
-        jobs = [(pool_seeds(with_labels(of_ds[of_ds["experiment"] == specs[e][0]])), *specs[e][1:]) for e in es]
-        del of_ds
+        jobs = [(pool_seeds(with_labels(by_exp[e][by_exp[e]["dataset"] == name])), *specs[e][1:]) for e in es]
         for e, part in zip(es, shared_bootstraps(jobs, n_boot=n_boot, seed=dataset_seed(seed, str(name))),
                            strict=True):
             done[e, name] = part
@@ -116,11 +118,13 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
     return paper_sorted(wide.reset_index())
 
 
-def table3(evals: pd.DataFrame) -> pd.DataFrame:
-    """Table 3: mean validity of CT and BL, unconstrained (``single``) and constrained (``mutability``)."""
+def table3(evals: pd.DataFrame | Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Table 3: mean validity of CT and BL, unconstrained (``single``) and constrained (``mutability``); ``evals``
+    one frame or a mapping experiment → frame."""
     cols = []
     for exp, name in (("single", "unconstrained"), ("mutability", "constrained")):
-        sub = evals[(evals["experiment"] == exp) & evals["objective"].isin(["full", "vanilla"])]
+        sub = experiment_rows(evals, exp)
+        sub = sub[sub["objective"].isin(["full", "vanilla"])] if len(sub) else sub
         if len(sub):
             v = validity_table(pool_seeds(with_labels(sub)), avg_row=False)
             v["column"] = v["objective"].map({"full": "ct", "vanilla": "bl"}) + "_" + name
@@ -150,9 +154,9 @@ def validity_agreement(t3: pd.DataFrame) -> pd.DataFrame:
                                                for r in off.itertuples())}])
 
 
-def cost_table_unconstrained(evals: pd.DataFrame) -> pd.DataFrame:
+def cost_table_unconstrained(evals: pd.DataFrame | Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Appendix: cost reduction without mutability constraints (``single``)."""
-    single = evals[evals["experiment"] == "single"]
+    single = experiment_rows(evals, "single")
     return reduction_table(pool_seeds(with_labels(single)), "cost", kind="cost", label="Cost") if len(single) \
         else pd.DataFrame()
 
@@ -164,9 +168,21 @@ def ablation(evals: pd.DataFrame) -> pd.DataFrame:
     sub = evals[evals["experiment"] == "ablation"]
     if not len(sub):
         return pd.DataFrame()
-    shared = evals[(evals["experiment"] == "single") & evals["objective"].isin(["full", "vanilla"])
-                   & ~evals["objective"].isin(set(sub["objective"]))]
-    sub = pool_seeds(pd.concat([sub, shared], ignore_index=True))
+    return ablation_pooled(pd.concat([sub, ablation_shared(sub, evals[evals["experiment"] == "single"])],
+                                     ignore_index=True))
+
+
+def ablation_shared(sub: pd.DataFrame, single: pd.DataFrame) -> pd.DataFrame:
+    """The ``single`` rows that :func:`ablation` adds to the ``ablation`` rows ``sub``: CT's and BL's, unless the
+    ablation evaluation has them itself."""
+    return single[single["objective"].isin(["full", "vanilla"]) & ~single["objective"].isin(set(sub["objective"]))]
+
+
+def ablation_pooled(rows: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ablation` from its rows (the ``ablation`` rows, then :func:`ablation_shared`'s), seeds not yet pooled:
+    the report builds them from two reads and frees them first (issue 21: the report's memory)."""
+    sub = pool_seeds(rows)
+    del rows
     parts = [ablation_table(with_labels(sub), m, kind=m, label=lab) for m, lab in (("ip", "IP"), ("ip_star", "IP*"))]
     return pd.concat(parts, ignore_index=True)
 
@@ -217,9 +233,6 @@ def write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any])
 
 #: the design columns of an evaluation file that every table reads
 _KEYS = ("dataset", "experiment", "seed", "objective", "lambda_energy", "run", "valid")
-#: text columns as categoricals (~40 bytes a row less): off, the tables do string arithmetic on grouped keys (Table 3's
-#: ``objective.map(...) + "_"`` fails on a categorical); to be switched on once every table is checked with it
-_COMPACT = False
 
 
 def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: int,
@@ -230,16 +243,21 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
     ``single`` and ``mutability`` rows (IP, IP*, cost); the IP* groupings from ``single``; the ablation from
     ``single`` and ``ablation`` (IP, IP*). Every table is computed from the same rows in the same order as from one
     frame of every column, so it is the same to the last bit (the report's golden tables)."""
-    from ...evaluation.files import read_evaluations
+    from .eval_frames import read_report_evaluations as read_evaluations
 
     tables: dict[str, pd.DataFrame | None] = dict.fromkeys(
         ("table1_agreement", "table1", "ipstar_groupings", "table1_bootstrap", "appendix_ci", "table3",
          "table3_agreement", "appendix_cost_unconstrained", "ablation"))
     if not evaluations:
         return tables
-    evals = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star", "cost"), experiments=("single", "mutability"),
-                             compact=_COMPACT)
-    if not evals.empty:
+    # one frame per experiment (no table copies 7M rows out of a shared one), without the experiment column
+    evals = {}
+    for exp in ("single", "mutability"):
+        f = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star", "cost"), experiments=(exp,), keep_experiment=False)
+        if not f.empty:
+            evals[exp] = f
+    del f
+    if evals:
         t1 = table1(evals, settings)
         ci = t1.copy()
         if pub is not None and (pub / "table1_reductions.csv").exists() and not t1.empty:
@@ -262,14 +280,19 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
         tables["table3_agreement"] = validity_agreement(t3)
         tables["appendix_cost_unconstrained"] = cost_table_unconstrained(evals)
     del evals
-    single = read_evaluations(evaluations, (*_KEYS, "ip_star_run", "ip_star_pooled"), experiments=("single",),
-                              compact=_COMPACT)
+    single = read_evaluations(evaluations, (*_KEYS, "ip_star_run", "ip_star_pooled"), experiments=("single",))
     if not single.empty:
         tables["ipstar_groupings"] = ipstar_groupings(single, pub)
     del single
-    abl = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star"), experiments=("single", "ablation"), compact=_COMPACT)
+    abl = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star"), experiments=("ablation",), keep_experiment=False)
     if not abl.empty:
-        tables["ablation"] = ablation(abl)
+        single = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star"), experiments=("single",),
+                                  keep_experiment=False)
+        shared = ablation_shared(abl, single) if not single.empty else single
+        del single
+        rows = pd.concat([abl, shared], ignore_index=True)
+        del abl, shared
+        tables["ablation"] = ablation_pooled(rows)
     return tables
 
 

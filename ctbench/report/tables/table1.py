@@ -22,6 +22,7 @@ category of ours; ``pub_*`` columns hold :data:`PRIMARY`, the version this proje
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -66,13 +67,22 @@ def _nan_share_text(r: pd.Series) -> str:
     return f"{100 * r['nan_share']:.0f}% of the {r['metric']} values are NaN{why}"
 
 
-def table1(evals: pd.DataFrame, settings: ReportSettings | None = None) -> pd.DataFrame:
-    """Table 1 from per-counterfactual rows (dataset names already the paper's labels); ``settings``: how NaN values
-    are treated (default: the authors' way, see the module docstring)."""
+def experiment_rows(evals: pd.DataFrame | Mapping[str, pd.DataFrame], exp: str) -> pd.DataFrame:
+    """The rows of experiment ``exp``: of one frame with an ``experiment`` column, or the frame of ``exp`` in a
+    mapping experiment → frame (the report's, issue 21: no copy of 7M rows per table; an absent one is empty)."""
+    if isinstance(evals, Mapping):
+        return evals.get(exp, pd.DataFrame(columns=["dataset", "experiment"]))
+    return evals[evals["experiment"] == exp]
+
+
+def table1(evals: pd.DataFrame | Mapping[str, pd.DataFrame], settings: ReportSettings | None = None) -> pd.DataFrame:
+    """Table 1 from per-counterfactual rows (dataset names already the paper's labels), one frame or a mapping
+    experiment → frame (:func:`experiment_rows`); ``settings``: how NaN values are treated (default: the authors'
+    way, see the module docstring)."""
     nan_groups = (settings or ReportSettings()).ip_star_nan_groups
     parts = []
     for exp, metric, kind, label in SPECS:
-        sub = evals[evals["experiment"] == exp]
+        sub = experiment_rows(evals, exp)
         if not len(sub):
             continue
         t = reduction_table(pool_seeds(sub), metric, kind=kind, label=label, avg_row=False)
