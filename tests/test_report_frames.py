@@ -73,3 +73,28 @@ def test_report_tables_from_files_equal_the_one_frame(tmp_path):
             "appendix_cost_unconstrained": pt.cost_table_unconstrained(sm), "ablation": pt.ablation(one)}
     for k, v in want.items():
         pd.testing.assert_frame_equal(got[k], v, check_exact=True)
+
+
+@pytest.mark.parametrize("seeds", [(0, 1), (0,)])
+def test_ablation_by_dataset_is_the_one_frame_table(seeds, monkeypatch):
+    """One dataset at a time, the ablation table is the one-frame table bit for bit, its rows in the same order:
+    datasets interleaved in the files, a dataset whose first kept rows come late, two names with one label, NaN
+    metrics and one seed (nothing pooled)."""
+    from ctbench.report.tables import ablation_parts
+    from ctbench.report.tables.ablation_parts import ablation_by_dataset
+
+    monkeypatch.setattr(ablation_parts, "dataset_label", lambda n: {"moons2": "Moon"}.get(n, pt.dataset_label(n)))
+    monkeypatch.setattr(pt, "with_labels", lambda d: d.assign(dataset=d["dataset"].map(ablation_parts.dataset_label)))
+    monkeypatch.setattr(ablation_parts, "with_labels", pt.with_labels)
+    df = _evals(2)
+    df = df[df["seed"].isin(seeds)].reset_index(drop=True)
+    df.loc[(df["dataset"] == "moons") & (df.index % 3 == 0), "dataset"] = "moons2"
+    df.loc[(df["dataset"] == "lin_sep") & (df.index < 400), "valid"] = False
+    abl = df[df["experiment"] == "ablation"].drop(columns="experiment").reset_index(drop=True)
+    single = df[df["experiment"] == "single"].drop(columns="experiment").reset_index(drop=True)
+    shared = pt.ablation_shared(abl, single)
+    want = pt.ablation_pooled(pd.concat([abl, shared], ignore_index=True))
+    got = ablation_by_dataset(abl, shared)
+    assert set(want["dataset"]) == {"Moon", "LS", "my_data"} and len(want) == 3 * 4 * 2
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert ablation_by_dataset(abl.iloc[:0], shared).empty

@@ -243,6 +243,7 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
     ``single`` and ``mutability`` rows (IP, IP*, cost); the IP* groupings from ``single``; the ablation from
     ``single`` and ``ablation`` (IP, IP*). Every table is computed from the same rows in the same order as from one
     frame of every column, so it is the same to the last bit (the report's golden tables)."""
+    from .ablation_parts import ablation_by_dataset
     from .eval_frames import read_report_evaluations as read_evaluations
 
     tables: dict[str, pd.DataFrame | None] = dict.fromkeys(
@@ -288,11 +289,9 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
     if not abl.empty:
         single = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star"), experiments=("single",),
                                   keep_experiment=False)
-        shared = ablation_shared(abl, single) if not single.empty else single
+        shared = ablation_shared(abl, single) if not single.empty else abl.iloc[:0]
         del single
-        rows = pd.concat([abl, shared], ignore_index=True)
-        del abl, shared
-        tables["ablation"] = ablation_pooled(rows)
+        tables["ablation"] = ablation_by_dataset(abl, shared)  # one dataset's rows at a time
     return tables
 
 
