@@ -61,25 +61,34 @@ def table1_bootstrap(evals: pd.DataFrame | Mapping[str, pd.DataFrame], n_boot: i
 
     IP* is left out: it is a group statistic (one MMD per group of counterfactuals), so resampling individuals would
     need the MMD recomputed for every resample; reusing the group values gave zero-width intervals (issue 11)."""
-    from .shared_bootstrap import shared_bootstraps
+    from .shared_bootstrap import Bootstraps
 
-    # the (experiment, dataset) cells in the order the rows were always made: every dataset of `single`, then of
-    # `mutability`, each in order of first appearance
-    specs = (("single", "ip", "ip", "IP"), ("mutability", "cost", "cost", "Cost"))
-    by_exp = [experiment_rows(evals, exp) for exp, *_ in specs]
-    order = [(e, name) for e, sub in enumerate(by_exp) for name in pd.unique(sub["dataset"].dropna())]
-    done = {}
-    for name in dict.fromkeys(name for _, name in order):
-        # one random stream per (seed, dataset): a dataset's interval does not depend on which other datasets
-        # the report holds (the verify slice reproduces the full set's rows); its IP and cost share their draws
-        # where their strata agree (shared_bootstrap), one dataset's rows in memory at a time
-        es = [e for e, nm in order if nm == name]
-        jobs = [(pool_seeds(with_labels(by_exp[e][by_exp[e]["dataset"] == name])), *specs[e][1:]) for e in es]
-        for e, part in zip(es, shared_bootstraps(jobs, n_boot=n_boot, seed=dataset_seed(seed, str(name))),
-                           strict=True):
-            done[e, name] = part
-        del jobs
-    parts = [done[k] for k in order]
+    boots = Bootstraps(n_boot=n_boot)
+    for e, (exp, *_) in enumerate(_BOOT_SPECS):
+        _add_bootstraps(boots, e, experiment_rows(evals, exp), seed)
+    return _bootstrap_table(boots)
+
+
+#: (experiment, metric, paper_value kind, label) of the bootstrap table's two parts
+_BOOT_SPECS = (("single", "ip", "ip", "IP"), ("mutability", "cost", "cost", "Cost"))
+
+
+def _add_bootstraps(boots, e: int, sub: pd.DataFrame, seed: int = 2025) -> None:
+    """Part ``e`` of :data:`_BOOT_SPECS` from its experiment's rows, each dataset with its own random stream (a
+    dataset's interval does not depend on which other datasets the report holds: the verify slice reproduces the
+    full set's rows); a dataset's IP and cost share their draws where their strata agree (shared_bootstrap)."""
+    if not len(sub):
+        return
+    _, metric, kind, label = _BOOT_SPECS[e]
+    for name in pd.unique(sub["dataset"].dropna()):
+        boots.add((e, name), pool_seeds(with_labels(sub[sub["dataset"] == name])), metric, kind, label,
+                  dataset_seed(seed, str(name)))
+
+
+def _bootstrap_table(boots) -> pd.DataFrame:
+    """The bootstrap table: every single dataset's row, then every mutability one's, in the paper's order."""
+    done = boots.run()
+    parts = [done[k] for k in boots.order]
     parts = [p for p in parts if not p.empty]  # no CT/BL pair in any cell: no table (not a KeyError)
     return paper_sorted(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
 
@@ -121,14 +130,27 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
 def table3(evals: pd.DataFrame | Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Table 3: mean validity of CT and BL, unconstrained (``single``) and constrained (``mutability``); ``evals``
     one frame or a mapping experiment → frame."""
-    cols = []
-    for exp, name in (("single", "unconstrained"), ("mutability", "constrained")):
-        sub = experiment_rows(evals, exp)
-        sub = sub[sub["objective"].isin(["full", "vanilla"])] if len(sub) else sub
-        if len(sub):
-            v = validity_table(pool_seeds(with_labels(sub)), avg_row=False)
-            v["column"] = v["objective"].map({"full": "ct", "vanilla": "bl"}) + "_" + name
-            cols.append(v.pivot(index="dataset", columns="column", values="validity"))
+    cols = [_table3_column(experiment_rows(evals, exp), exp) for exp in _TABLE3_COLUMNS]
+    return _table3_from(cols)
+
+
+#: experiment → Table 3's column group
+_TABLE3_COLUMNS = {"single": "unconstrained", "mutability": "constrained"}
+
+
+def _table3_column(sub: pd.DataFrame, exp: str) -> pd.DataFrame | None:
+    """Table 3's CT and BL columns of one experiment from its rows (None: no CT or BL row)."""
+    sub = sub[sub["objective"].isin(["full", "vanilla"])] if len(sub) else sub
+    if not len(sub):
+        return None
+    v = validity_table(pool_seeds(with_labels(sub)), avg_row=False)
+    v["column"] = v["objective"].map({"full": "ct", "vanilla": "bl"}) + "_" + _TABLE3_COLUMNS[exp]
+    return v.pivot(index="dataset", columns="column", values="validity")
+
+
+def _table3_from(cols: list[pd.DataFrame | None]) -> pd.DataFrame:
+    """Table 3 from its :func:`_table3_column` parts in :data:`_TABLE3_COLUMNS` order, with the Avg. row."""
+    cols = [c for c in cols if c is not None]
     if not cols:
         return pd.DataFrame()
     out = pd.concat(cols, axis=1).reset_index()
@@ -237,12 +259,13 @@ _KEYS = ("dataset", "experiment", "seed", "objective", "lambda_energy", "run", "
 
 def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: int,
                        settings: ReportSettings | None = None) -> dict[str, pd.DataFrame]:
-    """The tables of the evaluation files, in the order they are written. Three passes over the files, each reading
-    only the rows and columns its tables use (issue 21: one frame of all 24
-    columns of the paper's 21.4M rows took 11.3 GB): Tables 1 and 3, the bootstrap and the cost tables from the
-    ``single`` and ``mutability`` rows (IP, IP*, cost); the IP* groupings from ``single``; the ablation from
-    ``single`` and ``ablation`` (IP, IP*). Every table is computed from the same rows in the same order as from one
-    frame of every column, so it is the same to the last bit (the report's golden tables)."""
+    """The tables of the evaluation files, in the order they are written. Passes over the files, each reading only
+    the rows and columns its tables use (issue 21: one frame of all 24 columns of the paper's 21.4M rows took
+    11.3 GB, the three-pass reader before this 3.7 GB): the ``single`` rows (IP, IP*, cost), then the ``mutability``
+    rows (cost), each freed once Tables 1 and 3, the bootstrap and the cost table have their part of it; the IP*
+    groupings from ``single``; the ablation from ``ablation`` and ``single`` (IP, IP*), one dataset at a time. Every
+    table is computed from the same rows in the same order as from one frame of every column, so it is the same to
+    the last bit (tests/test_report_frames.py; the report's golden tables)."""
     from .ablation_parts import ablation_by_dataset
     from .eval_frames import read_report_evaluations as read_evaluations
 
@@ -251,21 +274,39 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
          "table3_agreement", "appendix_cost_unconstrained", "ablation"))
     if not evaluations:
         return tables
-    # one frame per experiment (no table copies 7M rows out of a shared one), without the experiment column
-    evals = {}
+    # one experiment's rows in memory at a time, without the experiment column: each table's part of it is made,
+    # then the frame is freed (Table 1, Table 3 and the bootstrap are put together from their parts below)
+    from .shared_bootstrap import Bootstraps
+    from .table1 import SPECS as T1_SPECS
+    from .table1 import table1_from_parts, table1_part
+
+    t1_parts, t3_parts, boots, seen = {}, {}, Bootstraps(n_boot=n_boot), False
     for exp in ("single", "mutability"):
-        f = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star", "cost"), experiments=(exp,), keep_experiment=False)
-        if not f.empty:
-            evals[exp] = f
-    del f
-    if evals:
-        t1 = table1(evals, settings)
+        metrics = ("ip", "ip_star", "cost") if exp == "single" else ("cost",)  # the metrics of its tables
+        f = read_evaluations(evaluations, (*_KEYS, *metrics), experiments=(exp,), keep_experiment=False)
+        if f.empty:
+            continue
+        seen = True
+        labelled = with_labels(f)  # Table 1's rows carry the labels
+        for i, (e, metric, kind, label) in enumerate(T1_SPECS):
+            if e == exp:
+                t1_parts[i] = table1_part(labelled, metric, kind, label)
+        del labelled
+        t3_parts[exp] = _table3_column(f, exp)
+        if exp == "single":
+            tables["appendix_cost_unconstrained"] = cost_table_unconstrained({"single": f})
+        for e, spec in enumerate(_BOOT_SPECS):
+            if spec[0] == exp:
+                _add_bootstraps(boots, e, f)
+        del f
+    if seen:
+        t1 = table1_from_parts([t1_parts[i] for i in sorted(t1_parts)], settings)
         ci = t1.copy()
         if pub is not None and (pub / "table1_reductions.csv").exists() and not t1.empty:
             t1 = compare_versions(t1, pub)
             tables["table1_agreement"] = agreement_counts(t1)
         tables["table1"] = t1
-        tables["table1_bootstrap"] = table1_bootstrap(evals, n_boot=n_boot)
+        tables["table1_bootstrap"] = _bootstrap_table(boots)
         ci = ci[ci["dataset"] != "Avg."][["dataset", "metric", "ct_mean_abs", "bl_mean_abs", "lb", "ub"]] \
             if not ci.empty else ci
         if pub is not None and not ci.empty:
@@ -273,14 +314,13 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
                                 {"ct_mean_abs": "ct_mean_abs", "bl_mean_abs": "bl_mean_abs", "lb": "lb_99",
                                  "ub": "ub_99"})
         tables["appendix_ci"] = ci
-        t3 = table3(evals)
+        t3 = _table3_from([t3_parts.get(e) for e in _TABLE3_COLUMNS])
         if pub is not None and not t3.empty:
             t3 = with_published(t3, pub / "table3_validity.csv", ["dataset"],
                                 {c: c for c in t3.columns if c != "dataset"})
         tables["table3"] = t3
         tables["table3_agreement"] = validity_agreement(t3)
-        tables["appendix_cost_unconstrained"] = cost_table_unconstrained(evals)
-    del evals
+    del boots
     single = read_evaluations(evaluations, (*_KEYS, "ip_star_run", "ip_star_pooled"), experiments=("single",))
     if not single.empty:
         tables["ipstar_groupings"] = ipstar_groupings(single, pub)

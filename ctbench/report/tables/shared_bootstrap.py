@@ -161,30 +161,56 @@ def shared_bootstraps(jobs: Sequence[tuple[pd.DataFrame, str, str | None, str]],
     the draws made once for every group of frames that have the same strata."""
     if n_boot < 1:
         raise ValueError(f"shared_bootstraps: n_boot must be at least 1, got {n_boot}")
-    out: list[pd.DataFrame | None] = [None] * len(jobs)
-    groups: list[tuple[_Layout, list[tuple[int, _Layout]]]] = []
+    pending = Bootstraps(n_boot=n_boot, level=level, ct=ct, bl=bl, max_bytes=max_bytes)
     for i, (df, metric, kind, label) in enumerate(jobs):
-        lay = _layout(df, metric, kind, ct, bl)
-        if lay is None:  # no rows, or several datasets in one frame: the general function
-            out[i] = agg.bootstrap_reduction(df, metric, kind=kind, label=label, ct=ct, bl=bl, n_boot=n_boot,
-                                             level=level, seed=seed, max_bytes=max_bytes)
-            continue
-        home = next((m for key, m in groups if key.same_draws(lay)), None)
+        pending.add(i, df, metric, kind, label, seed)
+    done = pending.run()
+    return [done[i] for i in range(len(jobs))]
+
+
+class Bootstraps:
+    """Bootstraps collected one frame at a time (:meth:`add`: the frame can be freed after it) and run together
+    (:meth:`run`): frames of one seed with the same strata share their draws."""
+
+    def __init__(self, *, n_boot: int = 1000, level: float = 0.99, ct: str = "full", bl: str = "vanilla",
+                 max_bytes: int = 64 * 2**20):
+        self.n_boot, self.level, self.ct, self.bl, self.max_bytes = n_boot, level, ct, bl, max_bytes
+        self.done: dict = {}
+        self.order: list = []  # the keys, as added
+        self.groups: list[tuple[int, _Layout, list[tuple[object, _Layout, str]]]] = []
+
+    def add(self, key, df: pd.DataFrame, metric: str, kind: str | None, label: str, seed: int) -> None:
+        """``bootstrap_reduction(df, metric, kind=kind, label=label, seed=seed, …)`` to be made under ``key``."""
+        self.order.append(key)
+        lay = _layout(df, metric, kind, self.ct, self.bl)
+        if lay is None:  # no rows, or several datasets in one frame: the general function, now
+            self.done[key] = agg.bootstrap_reduction(df, metric, kind=kind, label=label, ct=self.ct, bl=self.bl,
+                                                     n_boot=self.n_boot, level=self.level, seed=seed,
+                                                     max_bytes=self.max_bytes)
+            return
+        home = next((m for s, first, m in self.groups if s == seed and first.same_draws(lay)), None)
         if home is None:
-            groups.append((lay, [(i, lay)]))
+            self.groups.append((seed, lay, [(key, lay, label)]))
         else:
-            home.append((i, lay))
-    for key, members in groups:
-        rng = np.random.default_rng(seed)
-        reps = [{k: [] for k in ("mean_delta", "reduction_pct", "reduction_rom_pct")} for _ in members]
-        pairs = [(lay.vals * lay.w, lay.w) for _, lay in members]
-        for sums in _shared_sums(rng, pairs, key.cell, key.starts, key.sizes, n_boot, key.J * key.n_lam, max_bytes):
-            for rep, (s_sum, c_sum) in zip(reps, sums, strict=True):
-                b = len(s_sum)
-                st = agg._stats(agg._cell_means_to_runs(s_sum.reshape(b, key.J, key.n_lam),
-                                                        c_sum.reshape(b, key.J, key.n_lam)).reshape(b, -1, 2))
-                for k in rep:
-                    rep[k].append(st[k])
-        for (i, lay), rep in zip(members, reps, strict=True):
-            out[i] = _rows(lay, jobs[i][3], rep, n_boot, level)
-    return out
+            home.append((key, lay, label))
+
+    def run(self) -> dict:
+        """key → the one-row frame of each added bootstrap."""
+        for seed, first, members in self.groups:
+            rng = np.random.default_rng(seed)
+            reps = [{k: [] for k in ("mean_delta", "reduction_pct", "reduction_rom_pct")} for _ in members]
+            pairs = [(lay.vals * lay.w, lay.w) for _, lay, _ in members]
+            n_cell = first.J * first.n_lam
+            for sums in _shared_sums(rng, pairs, first.cell, first.starts, first.sizes, self.n_boot, n_cell,
+                                     self.max_bytes):
+                for rep, (s_sum, c_sum) in zip(reps, sums, strict=True):
+                    b = len(s_sum)
+                    shape = (b, first.J, first.n_lam)
+                    st = agg._stats(agg._cell_means_to_runs(s_sum.reshape(shape), c_sum.reshape(shape))
+                                    .reshape(b, -1, 2))
+                    for k in rep:
+                        rep[k].append(st[k])
+            for (key, lay, label), rep in zip(members, reps, strict=True):
+                self.done[key] = _rows(lay, label, rep, self.n_boot, self.level)
+        self.groups = []
+        return self.done

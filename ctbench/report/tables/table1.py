@@ -79,19 +79,28 @@ def table1(evals: pd.DataFrame | Mapping[str, pd.DataFrame], settings: ReportSet
     """Table 1 from per-counterfactual rows (dataset names already the paper's labels), one frame or a mapping
     experiment → frame (:func:`experiment_rows`); ``settings``: how NaN values are treated (default: the authors'
     way, see the module docstring)."""
-    nan_groups = (settings or ReportSettings()).ip_star_nan_groups
     parts = []
     for exp, metric, kind, label in SPECS:
         sub = experiment_rows(evals, exp)
-        if not len(sub):
-            continue
-        t = reduction_table(pool_seeds(sub), metric, kind=kind, label=label, avg_row=False)
-        missing = [d for d in sub["dataset"].unique() if d not in set(t["dataset"])]
-        if missing:  # a cell with no CT/BL pair left is shown empty, with its reason below
-            t = pd.concat([t, pd.DataFrame({"dataset": missing, "metric": label})], ignore_index=True)
-        t = t.merge(_seed_level(sub, metric, kind, label), on="dataset", how="left")
-        t = t.merge(_cell_facts(sub, metric), on="dataset", how="left")
-        parts.append(t)
+        if len(sub):
+            parts.append(table1_part(sub, metric, kind, label))
+    return table1_from_parts(parts, settings)
+
+
+def table1_part(sub: pd.DataFrame, metric: str, kind: str, label: str) -> pd.DataFrame:
+    """One metric's rows of Table 1 (a row of :data:`SPECS`) from its experiment's rows (not empty), before the
+    flags and the Avg. rows (:func:`table1_from_parts`): the report makes each while its experiment is read."""
+    t = reduction_table(pool_seeds(sub), metric, kind=kind, label=label, avg_row=False)
+    missing = [d for d in sub["dataset"].unique() if d not in set(t["dataset"])]
+    if missing:  # a cell with no CT/BL pair left is shown empty, with its reason below
+        t = pd.concat([t, pd.DataFrame({"dataset": missing, "metric": label})], ignore_index=True)
+    t = t.merge(_seed_level(sub, metric, kind, label), on="dataset", how="left")
+    return t.merge(_cell_facts(sub, metric), on="dataset", how="left")
+
+
+def table1_from_parts(parts: list[pd.DataFrame], settings: ReportSettings | None = None) -> pd.DataFrame:
+    """Table 1 from its :func:`table1_part` rows in :data:`SPECS` order: flags, notes and the Avg. rows."""
+    nan_groups = (settings or ReportSettings()).ip_star_nan_groups
     if not parts:
         return pd.DataFrame()
     out = pd.concat(parts, ignore_index=True)
