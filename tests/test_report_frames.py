@@ -98,3 +98,20 @@ def test_ablation_by_dataset_is_the_one_frame_table(seeds, monkeypatch):
     assert set(want["dataset"]) == {"Moon", "LS", "my_data"} and len(want) == 3 * 4 * 2
     pd.testing.assert_frame_equal(got, want, check_exact=True)
     assert ablation_by_dataset(abl.iloc[:0], shared).empty
+
+
+def test_ipstar_groupings_and_ablation_rows_from_frames_without_the_experiment_column():
+    """The IP* groupings of a single-only frame without ``experiment`` (the report's read) equal those of the
+    mixed frame; ``ablation_shared`` returns the single frame itself when it keeps every row (no copy), else the
+    rows it keeps."""
+    rng = np.random.default_rng(3)
+    df = _evals(3)
+    df = df.assign(ip_star_run=rng.normal(0.1, 0.1, len(df)), ip_star_pooled=rng.normal(0.1, 0.1, len(df)))
+    single = df[df["experiment"] == "single"].drop(columns="experiment").reset_index(drop=True)
+    want = pt.ipstar_groupings(df, pt.PUBLISHED_DIR)
+    assert len(want) == 3
+    pd.testing.assert_frame_equal(pt.ipstar_groupings(single, pt.PUBLISHED_DIR), want, check_exact=True)
+    abl = df[df["experiment"] == "ablation"]
+    assert pt.ablation_shared(abl, single) is single
+    some = pt.ablation_shared(abl.assign(objective="vanilla"), single)
+    assert len(some) and set(some["objective"]) == {"full"}

@@ -56,7 +56,18 @@ def read_report_evaluations(paths: Iterable[str | Path], columns: Iterable[str],
         return pd.DataFrame()
     table = pa.concat_tables(tables)
     del tables, t
-    return table.to_pandas(self_destruct=True, split_blocks=True)
+    df = table.to_pandas(self_destruct=True, split_blocks=True)
+    del table
+    release_arrow_memory()
+    return df
+
+
+def release_arrow_memory() -> None:
+    """Give the memory Arrow's pool keeps after frees back to the system (its allocator holds it for reuse; the
+    report's next steps allocate through numpy instead, so it would only add to the peak). No values change."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
 
 
 def _old(paths, columns, required, what, experiments, keep_experiment) -> pd.DataFrame:

@@ -99,13 +99,15 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
     datasets (issue 11). Empty when the evaluations predate the two columns."""
     from .table1 import VERSIONS, agreement, published_versions
 
-    single = evals[evals["experiment"] == "single"]
+    # a frame of the single rows only, without the experiment column (the report's): used as it is, no copy
+    single = evals[evals["experiment"] == "single"] if "experiment" in evals else evals
     if not len(single) or not {"ip_star_run", "ip_star_pooled"} <= set(single.columns):
         return pd.DataFrame()
     pub = published_versions(published_dir) if published_dir is not None else None
     rows = []
+    pooled = pool_seeds(with_labels(single))
     for col, name in (("ip_star_run", "per_run"), ("ip_star_pooled", "pooled")):
-        t = reduction_table(pool_seeds(with_labels(single)), col, kind="ip_star", label="IP*", avg_row=False)
+        t = reduction_table(pooled, col, kind="ip_star", label="IP*", avg_row=False)
         for _, r in t.iterrows():
             row = {"dataset": r["dataset"], "grouping": name, "reduction_pct": r["reduction_pct"], "pm": r["pm"],
                    "significant": r["significant"]}
@@ -197,7 +199,8 @@ def ablation(evals: pd.DataFrame) -> pd.DataFrame:
 def ablation_shared(sub: pd.DataFrame, single: pd.DataFrame) -> pd.DataFrame:
     """The ``single`` rows that :func:`ablation` adds to the ``ablation`` rows ``sub``: CT's and BL's, unless the
     ablation evaluation has them itself."""
-    return single[single["objective"].isin(["full", "vanilla"]) & ~single["objective"].isin(set(sub["objective"]))]
+    rows = (single["objective"].isin(["full", "vanilla"]) & ~single["objective"].isin(set(sub["objective"]))).to_numpy()
+    return single if rows.all() else single[rows]  # all of them (the workflow's case): no copy of 7M rows
 
 
 def ablation_pooled(rows: pd.DataFrame) -> pd.DataFrame:
@@ -268,6 +271,7 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
     the last bit (tests/test_report_frames.py; the report's golden tables)."""
     from .ablation_parts import ablation_by_dataset
     from .eval_frames import read_report_evaluations as read_evaluations
+    from .eval_frames import release_arrow_memory
 
     tables: dict[str, pd.DataFrame | None] = dict.fromkeys(
         ("table1_agreement", "table1", "ipstar_groupings", "table1_bootstrap", "appendix_ci", "table3",
@@ -299,6 +303,7 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
             if spec[0] == exp:
                 _add_bootstraps(boots, e, f)
         del f
+        release_arrow_memory()
     if seen:
         t1 = table1_from_parts([t1_parts[i] for i in sorted(t1_parts)], settings)
         ci = t1.copy()
@@ -321,7 +326,8 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
         tables["table3"] = t3
         tables["table3_agreement"] = validity_agreement(t3)
     del boots
-    single = read_evaluations(evaluations, (*_KEYS, "ip_star_run", "ip_star_pooled"), experiments=("single",))
+    single = read_evaluations(evaluations, (*_KEYS, "ip_star_run", "ip_star_pooled"), experiments=("single",),
+                              keep_experiment=False)
     if not single.empty:
         tables["ipstar_groupings"] = ipstar_groupings(single, pub)
     del single
