@@ -115,3 +115,77 @@ def test_ipstar_groupings_and_ablation_rows_from_frames_without_the_experiment_c
     assert pt.ablation_shared(abl, single) is single
     some = pt.ablation_shared(abl.assign(objective="vanilla"), single)
     assert len(some) and set(some["objective"]) == {"full"}
+
+
+def _old_table1_part(sub, metric, kind, label):
+    """``table1_part`` before issue 21's per-dataset loop: the recipe on all rows at once."""
+    from ctbench.evaluation.seeds import pool_seeds, seed_level
+    from ctbench.report.tables.table1 import _cell_facts, reduction_table
+
+    t = reduction_table(pool_seeds(sub), metric, kind=kind, label=label, avg_row=False)
+    missing = [d for d in sub["dataset"].unique() if d not in set(t["dataset"])]
+    if missing:
+        t = pd.concat([t, pd.DataFrame({"dataset": missing, "metric": label})], ignore_index=True)
+    t = t.merge(seed_level(sub, metric, kind, label), on="dataset", how="left")
+    return t.merge(_cell_facts(sub, metric), on="dataset", how="left")
+
+
+@pytest.mark.parametrize("seeds", [(0, 1), (1,)])
+def test_table1_part_per_dataset_is_the_one_frame_recipe(seeds):
+    """Table 1's rows computed one dataset at a time equal the recipe on all rows, bit for bit and in its order:
+    datasets interleaved, one whose first valid rows come late, one without BL rows (shown empty), NaN metrics, one
+    seed (nothing pooled), and a dataset of one seed among datasets of two."""
+    from ctbench.report.tables.table1 import table1_part
+
+    df = _evals(5)
+    df = df[df["seed"].isin(seeds)].reset_index(drop=True)
+    df.loc[(df["dataset"] == "lin_sep") & (df.index < 500), "valid"] = False
+    extra = df[df["dataset"] == "moons"].assign(dataset="nobl")
+    extra = extra[extra["objective"] != "vanilla"]
+    one_seed = df[(df["dataset"] == "moons") & (df["seed"] == seeds[0])].assign(dataset="oneseed")
+    df = pd.concat([df, extra, one_seed], ignore_index=True)
+    for exp, metric, kind in (("single", "ip", "ip"), ("single", "ip_star", "ip_star"), ("mutability", "cost", "cost")):
+        sub = df[df["experiment"] == exp].drop(columns="experiment").reset_index(drop=True)
+        want = _old_table1_part(sub, metric, kind, "X")
+        got = table1_part(sub, metric, kind, "X")
+        assert len(want) == 5 and want["dataset"].iloc[-1] == "nobl"
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+def test_ablation_from_arrow_tables_is_the_one_frame_table():
+    """The report's Arrow path of the ablation table (one dataset's rows converted at a time) equals the one-frame
+    table bit for bit, datasets interleaved; a null objective sends it back to the frames (None)."""
+    import pyarrow as pa
+
+    from ctbench.report.tables.ablation_parts import ablation_from_tables
+
+    df = _evals(6)
+    df.loc[(df["dataset"] == "moons") & (df.index < 900), "valid"] = False
+    abl = df[df["experiment"] == "ablation"].drop(columns="experiment").reset_index(drop=True)
+    single = df[df["experiment"] == "single"].drop(columns="experiment").reset_index(drop=True)
+    want = pt.ablation_pooled(pd.concat([abl, pt.ablation_shared(abl, single)], ignore_index=True))
+    table = lambda f: pa.Table.from_pandas(f, preserve_index=False)  # noqa: E731
+    pd.testing.assert_frame_equal(ablation_from_tables(table(abl), table(single)), want, check_exact=True)
+    only = pt.ablation_pooled(abl)
+    pd.testing.assert_frame_equal(ablation_from_tables(table(abl), None), only, check_exact=True)
+    assert ablation_from_tables(table(abl.assign(objective=None)), table(single)) is None
+
+
+@pytest.mark.parametrize("seeds", [(0, 1), (1,)])
+def test_ipstar_reductions_by_dataset_are_the_one_frame_rows(seeds):
+    """The IP* groupings' per-dataset reductions are the one-frame table's rows (its user pivots on the dataset, so
+    only the rows count, not their order)."""
+    from ctbench.evaluation.aggregate import reduction_table
+    from ctbench.evaluation.seeds import pool_seeds
+
+    rng = np.random.default_rng(8)
+    df = _evals(8)
+    df = df[(df["experiment"] == "single") & df["seed"].isin(seeds)].reset_index(drop=True)
+    df = df.assign(ip_star_run=rng.normal(0.1, 0.1, len(df)), ip_star_pooled=rng.normal(0.1, 0.1, len(df)))
+    df.loc[df.index % 7 == 0, "ip_star_pooled"] = np.nan
+    got = pt._reductions_by_dataset(df, ("ip_star_run", "ip_star_pooled"))
+    for g, m in zip(got, ("ip_star_run", "ip_star_pooled"), strict=True):
+        want = reduction_table(pool_seeds(df), m, kind="ip_star", label="IP*", avg_row=False)
+        assert len(want) >= 2
+        pd.testing.assert_frame_equal(g.sort_values("dataset").reset_index(drop=True),
+                                      want.sort_values("dataset").reset_index(drop=True), check_exact=True)

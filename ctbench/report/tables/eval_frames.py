@@ -22,9 +22,25 @@ def read_report_evaluations(paths: Iterable[str | Path], columns: Iterable[str],
                             what: str = "evaluation file", keep_experiment: bool = True) -> pd.DataFrame:
     """``read_evaluations(paths, columns, required, what, experiments)`` with half its peak memory on Parquet;
     ``keep_experiment=False`` drops the ``experiment`` column once the rows are chosen (a frame of one experiment)."""
+    ok, table = read_report_table(paths, columns, experiments, required, keep_experiment)
+    if not ok:
+        return _old(list(paths), list(columns), list(required), what, list(experiments), keep_experiment)
+    if table is None:
+        return pd.DataFrame()
+    df = table.to_pandas(self_destruct=True, split_blocks=True)
+    del table
+    release_arrow_memory()
+    return df
+
+
+def read_report_table(paths: Iterable[str | Path], columns: Iterable[str], experiments: Iterable[str],
+                      required: Iterable[str] = ("experiment", "dataset", "model"), keep_experiment: bool = True):
+    """(True, the Arrow table of :func:`read_report_evaluations`' frame, None when no row is kept), or (False, None)
+    where that reader falls back to ``read_evaluations`` (not all Parquet, a column missing, an unreadable file,
+    files whose columns differ): then nothing is read here."""
     paths, columns, experiments, required = list(paths), list(columns), list(experiments), list(required)
     if not paths or not all(Path(p).suffix == ".parquet" and Path(p).is_file() for p in paths):
-        return _old(paths, columns, required, what, experiments, keep_experiment)
+        return False, None
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -36,10 +52,10 @@ def read_report_evaluations(paths: Iterable[str | Path], columns: Iterable[str],
         try:
             names = pq.read_schema(p).names
             if any(c not in names for c in required):  # the old reader's error, with its message
-                return _old(paths, columns, required, what, experiments, keep_experiment)
+                return False, None
             t = pq.read_table(p, columns=[c for c in names if c in want])
         except (OSError, ValueError):  # unreadable: the old reader names the file
-            return _old(paths, columns, required, what, experiments, keep_experiment)
+            return False, None
         if "experiment" in t.column_names:
             t = t.filter(pc.is_in(t["experiment"], value_set=keep.cast(t.schema.field("experiment").type)))
             if t.num_rows == 0:
@@ -50,16 +66,13 @@ def read_report_evaluations(paths: Iterable[str | Path], columns: Iterable[str],
         if schema is None:
             schema = t.schema
         elif not t.schema.equals(schema):  # columns or types differ between files: pandas' concatenation rules
-            return _old(paths, columns, required, what, experiments, keep_experiment)
+            return False, None
         tables.append(t)
     if not tables:
-        return pd.DataFrame()
+        return True, None
     table = pa.concat_tables(tables)
     del tables, t
-    df = table.to_pandas(self_destruct=True, split_blocks=True)
-    del table
-    release_arrow_memory()
-    return df
+    return True, table
 
 
 def release_arrow_memory() -> None:

@@ -105,9 +105,8 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
         return pd.DataFrame()
     pub = published_versions(published_dir) if published_dir is not None else None
     rows = []
-    pooled = pool_seeds(with_labels(single))
-    for col, name in (("ip_star_run", "per_run"), ("ip_star_pooled", "pooled")):
-        t = reduction_table(pooled, col, kind="ip_star", label="IP*", avg_row=False)
+    per_run, pooled = _reductions_by_dataset(with_labels(single), ("ip_star_run", "ip_star_pooled"))
+    for t, name in ((per_run, "per_run"), (pooled, "pooled")):
         for _, r in t.iterrows():
             row = {"dataset": r["dataset"], "grouping": name, "reduction_pct": r["reduction_pct"], "pm": r["pm"],
                    "significant": r["significant"]}
@@ -127,6 +126,27 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
         if c.startswith(("reduction_pct", "pm")):
             wide[c] = wide[c].astype(float)
     return paper_sorted(wide.reset_index())
+
+
+def _reductions_by_dataset(labelled: pd.DataFrame, metrics: tuple[str, ...]) -> list[pd.DataFrame]:
+    """``reduction_table(pool_seeds(labelled), m, kind="ip_star", label="IP*", avg_row=False)`` per metric ``m``,
+    one dataset's rows at a time (issue 21: 7M rows at once cost ~1 GB of temporaries): the same rows per dataset,
+    the datasets in the order of their first rows, not the one-frame table's (its only user pivots on the dataset,
+    which sorts them)."""
+    pool = "seed" in labelled and labelled["seed"].nunique() > 1
+    names = labelled["dataset"].to_numpy()
+    parts: list[list[pd.DataFrame]] = [[] for _ in metrics]
+    for d in pd.unique(labelled["dataset"].dropna()):
+        rows = labelled.iloc[np.flatnonzero(names == d)]
+        if pool:  # pool_seeds' expression, decided on all rows
+            rows = rows.assign(run=rows["seed"].astype(np.int64) * 1_000_000 + rows["run"].astype(np.int64))
+        for part, m in zip(parts, metrics, strict=True):
+            t = reduction_table(rows, m, kind="ip_star", label="IP*", avg_row=False)
+            if len(t):
+                part.append(t)
+    return [pd.concat(p, ignore_index=True) if p else
+            reduction_table(pool_seeds(labelled.iloc[:0]), m, kind="ip_star", label="IP*", avg_row=False)
+            for p, m in zip(parts, metrics, strict=True)]
 
 
 def table3(evals: pd.DataFrame | Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -269,9 +289,9 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
     groupings from ``single``; the ablation from ``ablation`` and ``single`` (IP, IP*), one dataset at a time. Every
     table is computed from the same rows in the same order as from one frame of every column, so it is the same to
     the last bit (tests/test_report_frames.py; the report's golden tables)."""
-    from .ablation_parts import ablation_by_dataset
+    from .ablation_parts import ablation_by_dataset, ablation_from_tables
     from .eval_frames import read_report_evaluations as read_evaluations
-    from .eval_frames import release_arrow_memory
+    from .eval_frames import read_report_table, release_arrow_memory
 
     tables: dict[str, pd.DataFrame | None] = dict.fromkeys(
         ("table1_agreement", "table1", "ipstar_groupings", "table1_bootstrap", "appendix_ci", "table3",
@@ -331,13 +351,22 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
     if not single.empty:
         tables["ipstar_groupings"] = ipstar_groupings(single, pub)
     del single
-    abl = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star"), experiments=("ablation",), keep_experiment=False)
-    if not abl.empty:
-        single = read_evaluations(evaluations, (*_KEYS, "ip", "ip_star"), experiments=("single",),
-                                  keep_experiment=False)
-        shared = ablation_shared(abl, single) if not single.empty else abl.iloc[:0]
-        del single
-        tables["ablation"] = ablation_by_dataset(abl, shared)  # one dataset's rows at a time
+    # the ablation: from Arrow tables, one dataset's rows as a frame at a time; else from frames
+    cols = (*_KEYS, "ip", "ip_star")
+    ok, abl_t = read_report_table(evaluations, cols, ("ablation",), keep_experiment=False)
+    ok_single, single_t = read_report_table(evaluations, cols, ("single",), keep_experiment=False) \
+        if ok and abl_t is not None else (False, None)
+    done = ablation_from_tables(abl_t, single_t) if ok and ok_single and abl_t is not None else None
+    del abl_t, single_t
+    if done is not None:
+        tables["ablation"] = done if len(done) else None
+    else:
+        abl = read_evaluations(evaluations, cols, experiments=("ablation",), keep_experiment=False)
+        if not abl.empty:
+            single = read_evaluations(evaluations, cols, experiments=("single",), keep_experiment=False)
+            shared = ablation_shared(abl, single) if not single.empty else abl.iloc[:0]
+            del single
+            tables["ablation"] = ablation_by_dataset(abl, shared)  # one dataset's rows at a time
     return tables
 
 
