@@ -12,6 +12,7 @@
 # Compare the tables: `ctbench compare OUT --committed SET_REPO/results/paper/report --rtol 0 --atol 0`.
 set -euo pipefail
 CODE=$(realpath "$1"); OUT=$2; REPO=${3:-/work/regen}
+command -v snakemake > /dev/null || { echo "snakemake is not on PATH: activate the project's venv first" >&2; exit 2; }
 R=$REPO/results/paper/report
 CMD=$(cd "$REPO" && CTBENCH_DATA=${CTBENCH_DATA:-/work/shared/data} PYTHONPATH=$REPO \
       snakemake -n -p -f results/paper/report/index.json 2>/dev/null | grep '^Shell command: ctbench report' \
