@@ -183,6 +183,31 @@ def test_relation_with_aggregated_sides_and_min_share(tmp_path):
     assert v["verdict"] == REPRODUCED and "2 of 3" in v["note"]
 
 
+@pytest.mark.parametrize(("ct_seconds", "expected"), [
+    (2400.0, REPRODUCED),       # 2.7x: inside the stated 2-3x
+    (9000.0, PARTLY),           # 10x: longer, as stated, but beyond the range's upper end
+    (1500.0, NOT_REPRODUCED),   # 1.7x: below the lower end
+])
+def test_relation_with_an_upper_end(tmp_path, ct_seconds, expected):
+    """`upper` (lenet_training_time: "30-45 minutes against 15", 2-3x): the direction alone is not the claim."""
+    report = tmp_path / "report"
+    report.mkdir()
+    pd.DataFrame({"model": ["lenet"] * 2, "dataset": ["MNIST"] * 2, "objective": ["full", "vanilla"],
+                  "train_seconds": [ct_seconds, 900.0]}).to_csv(report / "training_time.csv", index=False)
+    claim = {"id": "cnn", "text": "CT 2-3x BL", "source": "F.1.2", "rule": "relation", "file": "training_time.csv",
+             "select": {"model": "lenet"}, "over": {"dataset": ["MNIST"]},
+             "left": {"select": {"objective": "full"}, "column": "train_seconds", "agg": "mean"},
+             "right": {"select": {"objective": "vanilla"}, "column": "train_seconds", "agg": "mean", "scale": 2.0},
+             "upper": {"select": {"objective": "vanilla"}, "column": "train_seconds", "agg": "mean", "scale": 3.0},
+             "op": ">", "tolerance": {"abs": 0.0}, "published": "2-3x"}
+    v = _verdict(tmp_path, [claim], report).loc["cnn"]
+    assert v["verdict"] == expected
+    assert ("upper end" in v["note"]) == (expected == PARTLY)
+    claim["op"] = "<"
+    with pytest.raises(ClaimsError, match="upper"):
+        evaluate_claims(_write_claims(tmp_path, [claim]), report)
+
+
 @pytest.mark.parametrize(("rows", "expected"), [
     ([("LS", 30.0, True), ("Circ", 50.0, True)], REPRODUCED),
     ([("LS", 30.0, True), ("Circ", 50.0, False)], PARTLY),         # a reduction without the star does not count
