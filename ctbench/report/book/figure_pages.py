@@ -16,7 +16,10 @@ from .table_pages import constant_columns, merge_columns
 #: figures of chapter 4: file → caption
 PAPER_FIGURES = {
     "figure1.png": "Figure 1: counterfactuals of a conventionally trained model and of CT, without and with a "
-                   "mutability constraint (the paper's proof-of-concept figure).",
+                   "mutability constraint (the paper's proof-of-concept figure). Panels (b) and (d), the linear CT "
+                   "models with both features mutable and with age immutable, are also the CT appendix's mutability "
+                   "figure (`app_mtblty.svg`: scatter and decision boundary, (a) both mutable, (b) one immutable), "
+                   "drawn once here.",
     "mnist_counterfactuals.png": "Figure 2 of the paper (columns 1–5), MNIST: a factual 0 and ECCo counterfactuals "
                                  "in target classes 1 to 4, BL (top) and CT (bottom).",
     "mnist_attribution.png": "Figure 2 of the paper (columns 6–10), MNIST: integrated gradients averaged over test "
