@@ -61,6 +61,30 @@ def write_mnist_figures(table: pd.DataFrame, out_dir: str | Path) -> dict[str, A
     return {"paths": paths, "counterfactuals": table, "attribution": x["attribution"]}
 
 
+def write_black_figure1(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Any]:
+    """Draw and write Black et al.'s Figure 1 (:func:`~ctbench.experiments.figure_runs.black.black_figure1`):
+    ``black_figure1.png``/``.pdf``, ``.csv`` (the grid: predictions and disagreement) and ``.json`` (the sidecar)."""
+    from ..report.figures.black_figures import black_figure1_plot
+
+    table, x = _detach(table)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    fig = black_figure1_plot(table, *x["train"], *x["grid"], x["meta"]["disagreement_share"])
+    paths = save_figure(fig, out / "black_figure1")
+    paths.append(atomic_write_text(out / "black_figure1.csv", table.to_csv(index=False)))
+    paths.append(atomic_write_json(out / "black_figure1.json", x["meta"]))
+    return {"paths": paths, "meta": x["meta"]}
+
+
+def _cmd_black_figure1(args) -> int:
+    from ..experiments.figure_runs.black import black_figure1
+
+    res = write_black_figure1(black_figure1(seed=args.seed, quick=args.quick, epochs=args.epochs,
+                                            fidelity=args.fidelity), args.out)
+    print(f"wrote {', '.join(str(p) for p in res['paths'])}; disagreement {res['meta']['disagreement_share']}")
+    return 0
+
+
 def _cmd_figure1(args) -> int:
     from ..experiments.figure_runs.linear import figure1
 
@@ -87,7 +111,7 @@ def _cmd_mnist_figures(args) -> int:
 
 
 def add_cli(subparsers) -> None:
-    """Register ``ctbench figure1`` and ``ctbench mnist-figures``."""
+    """Register ``ctbench figure1``, ``ctbench black-figure1`` and ``ctbench mnist-figures``."""
     f = subparsers.add_parser("figure1", help="the paper's Figure 1: linear BL vs CT on LS, without/with age immutable")
     f.add_argument("--out", required=True, help="folder for figure1.png/.pdf/.csv/.json")
     f.add_argument("--quick", action="store_true", help=f"{FIG1['quick_epochs']} epochs (smoke run)")
@@ -97,6 +121,15 @@ def add_cli(subparsers) -> None:
     f.add_argument("--fidelity-overrides", dest="fidelity_overrides", metavar="JSON",
                    help="fidelity switches over the mode, as JSON, e.g. '{\"blob_centers\": \"calibrated\"}'")
     f.set_defaults(func=_cmd_figure1)
+
+    b = subparsers.add_parser("black-figure1", help="Black et al.'s Figure 1: where two deep / two linear models "
+                              "trained from different seeds disagree")
+    b.add_argument("--out", required=True, help="folder for black_figure1.png/.pdf/.csv/.json")
+    b.add_argument("--quick", action="store_true", help="a few epochs (smoke run)")
+    b.add_argument("--epochs", type=int, help="training epochs (default: the run's setting)")
+    b.add_argument("--seed", type=int, default=0, help="the pairs' seeds are SEED and SEED+1")
+    b.add_argument("--fidelity", default="reference", help="fidelity mode of the data (default reference)")
+    b.set_defaults(func=_cmd_black_figure1)
 
     m = subparsers.add_parser("mnist-figures", help="MNIST counterfactual grid and per-class integrated gradients")
     m.add_argument("--ct", required=True, help="CT model (.pt)")

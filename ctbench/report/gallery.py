@@ -21,7 +21,7 @@ STAGES: dict[str, tuple[str, ...]] = {
     "claims": ("verdicts.csv", "verdicts_seeds.csv"),
     "paper_tables": ("table1*.csv", "table2.csv", "table3*.csv", "appendix_*.csv", "ablation.csv",
                      "performance.csv", "ipstar_groupings.csv", "training_time.csv", "redundancy.csv", "datasets.csv"),
-    "figures": ("figure1.png", "figure1.csv", "mnist_*.png"),
+    "figures": ("figure1.png", "figure1.csv", "black_figure1.png", "black_figure1.csv", "mnist_*.png"),
     "robustness": ("robustness.csv", "robustness.png"),
     "grids": ("grids/*.png", "grids/*.csv", "tuning.csv", "grid_effects.csv"),
     "prop31": ("prop31/*.png", "prop31/*.csv"),

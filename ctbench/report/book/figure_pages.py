@@ -20,6 +20,9 @@ PAPER_FIGURES = {
                    "models with both features mutable and with age immutable, are also the CT appendix's mutability "
                    "figure (`app_mtblty.svg`: scatter and decision boundary, (a) both mutable, (b) one immutable), "
                    "drawn once here.",
+    "black_figure1.png": "Black et al. (ICLR 2022) Figure 1: (a) the data (Moons), (b) where two MLPs trained from "
+                         "different seeds disagree, (c) the same for two linear models; the titles give the shaded "
+                         "share of the plotted area (`black_figure1.csv`: the grid's predictions).",
     "mnist_counterfactuals.png": "Figure 2 of the paper (columns 1–5), MNIST: a factual 0 and ECCo counterfactuals "
                                  "in target classes 1 to 4, BL (top) and CT (bottom).",
     "mnist_attribution.png": "Figure 2 of the paper (columns 6–10), MNIST: integrated gradients averaged over test "
