@@ -312,18 +312,25 @@ def test_the_committed_book_builds_strict_with_compact_tables(tmp_path):
     assert "reference_2025_07" in discrepancies and "No variant run" not in discrepancies
     # the committed set was made by one code version in one run (issue 20 item 6): the first page says which
     intro = (html.parent / "intro.html").read_text()
-    assert "Mixed result set" not in intro and "made by one code version" in intro
+    assert "Mixed result set" not in intro
+    assert "made by one code version" in intro or "is what the code at" in intro
 
 
 def test_the_first_page_says_whether_the_result_set_is_mixed(tmp_path):
     from ctbench.report.book.meta_pages import render_result_set
 
     committed_dir = bookmod.committed_results(ROOT / "paper")
-    commit = {v for kind in json.loads((committed_dir / "provenance.json").read_text())["input_code_versions"].values()
-              for v in kind}
-    assert len(commit) == 1                                   # the committed set: one run at one commit
+    prov = json.loads((committed_dir / "provenance.json").read_text())
+    commit = {v for kind in prov["input_code_versions"].values() for v in kind}
     committed = render_result_set(committed_dir)
-    assert committed.startswith(f"Every number in this book was made by one code version, `{commit.pop()[:7]}`")
+    assert prov["mixed"] is False and prov["dirty_inputs"] == 0  # the committed set: what one commit's code makes
+    if len(commit) == 1:                                      # one run at one commit
+        assert committed.startswith(f"Every number in this book was made by one code version, `{commit.pop()[:7]}`")
+    else:  # several commits, each input made by the report commit's code for its stage (run_set.current_code)
+        assert all(k["other"] == 0 for k in prov["stage_code"].values())
+        assert committed.startswith(f"Every number in this book is what the code at `{prov['git_commit'][:7]}` "
+                                    f"makes: its {sum(prov['code_versions'].values())} input files were written at "
+                                    f"{len(commit)} commits")
     # a mixed set says so first (the committed set until 2026-11-26; here a hand-made provenance)
     (tmp_path / "mixed").mkdir()
     (tmp_path / "mixed" / "provenance.json").write_text(json.dumps({"input_code_versions": {

@@ -51,3 +51,33 @@ def test_read_evaluations_names_bad_files(tmp_path):
     with pytest.raises(BadFileError, match="lacks the column"):
         read_evaluations([other])
     assert read_evaluations([]).empty
+
+
+def _mixed(seed, exps=("single", "mutability", "ablation"), n=300):
+    """One file's rows of several experiments, interleaved (the report keeps some of them)."""
+    df = _frame(n, seed)
+    rng = np.random.default_rng(seed)
+    df["experiment"] = np.array(exps)[rng.integers(0, len(exps), n)]
+    df["dataset"] = ["moons", "california_housing"][seed % 2]
+    df.attrs["meta"] = {"kind": "counterfactual_evaluation"}
+    return df
+
+
+@pytest.mark.parametrize("experiments", [("single", "mutability"), ("single",), ("ablation", "single"), ("none",)])
+def test_report_reader_gives_the_frame_of_read_evaluations(tmp_path, experiments):
+    """The report's one-pass Arrow reader (issue 21) gives read_evaluations' frame exactly: columns, dtypes, values,
+    row order and index, with files of one experiment only, none of the wanted ones, and CSV in the list."""
+    from ctbench.report.tables.eval_frames import read_report_evaluations
+
+    paths = [write(_mixed(0), tmp_path / "a.parquet"), write(_mixed(1, ("mutability",)), tmp_path / "b.parquet"),
+             write(_mixed(2, ("ablation",)), tmp_path / "c.parquet"), write(_mixed(3), tmp_path / "d.parquet")]
+    cols = ("dataset", "experiment", "seed", "objective", "lambda_energy", "run", "valid", "ip", "ip_star_pooled")
+    for ps in (paths, [*paths[:2], write(_mixed(4), tmp_path / "e.csv.gz")]):
+        want = read_evaluations(ps, cols, experiments=experiments)
+        got = read_report_evaluations(ps, cols, experiments)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+        if experiments != ("none",):
+            assert len(got) > 0 and set(got["experiment"]) <= set(experiments)
+    with pytest.raises(BadFileError, match="lacks the column"):
+        read_report_evaluations([paths[0], write(_frame().drop(columns="model"), tmp_path / "m.parquet")], cols,
+                                experiments)

@@ -16,10 +16,10 @@ adding the stage changes no stage's code fingerprint and reruns no finished job.
 from __future__ import annotations
 
 import copy
-import string
 from typing import Any
 
 from ..errors import ConfigError
+from .stage_paths import StagePaths
 
 #: the folder under ``{results}`` that holds this stage's files
 FOLDER = "retrain"
@@ -34,32 +34,9 @@ PATHS: dict[str, str] = {
 EXPERIMENTS = ("single", "mutability")
 
 
-def _template(kind: str) -> str:
-    if kind not in PATHS:
-        raise ValueError(f"no retrain result path {kind!r}; known: {sorted(PATHS)}")
-    return PATHS[kind]
-
-
-def fields(kind: str) -> set[str]:
-    """The named fields of template ``kind``."""
-    return {f for _, f, _, _ in string.Formatter().parse(_template(kind)) if f}
-
-
-def path(kind: str, results: str, **values: Any) -> str:
-    """Template ``kind`` with every field filled (as :func:`ctbench.facts.path`)."""
-    wanted = fields(kind) - {"results"}
-    if set(values) != wanted:
-        raise ValueError(f"path {kind!r} ({PATHS[kind]}) takes the fields {sorted(wanted)}, got {sorted(values)}")
-    return _template(kind).format(results=str(results).rstrip("/"), **values)
-
-
-def pattern(kind: str, results: str, **values: Any) -> str:
-    """Template ``kind`` with the given fields filled and the others left as Snakemake wildcards."""
-    unknown = set(values) - fields(kind)
-    if unknown:
-        raise ValueError(f"path {kind!r} ({PATHS[kind]}) has no field(s) {sorted(unknown)}")
-    keep = {f: "{" + f + "}" for f in fields(kind)}
-    return _template(kind).format_map({**keep, "results": str(results).rstrip("/"), **values})
+_PATHS = StagePaths("retrain", PATHS)
+#: the stage's :class:`~.stage_paths.StagePaths` functions
+fields, path, pattern = _PATHS.fields, _PATHS.path, _PATHS.pattern
 
 
 def block(config: dict[str, Any]) -> dict[str, Any] | None:

@@ -37,7 +37,7 @@ def _config(results: str, seeds: list[int], chunk_size: int) -> dict:
     cfg = yaml.safe_load((ROOT / "workflow/config/smoke.yaml").read_text())
     cfg.update(results=results, datasets=["lin_sep"], experiments=["single", "mutability"], seeds=seeds,
                prop31={"enabled": False}, figures={"enabled": False}, book={"enabled": False},
-               tune={"enabled": False}, fidelity_study={"enabled": False})
+               tune={"enabled": False}, fidelity_study={"enabled": False}, retrain={"enabled": False})
     cfg["grids"]["chunk_size"] = chunk_size
     cfg["consistency"]["ct"].update(datasets=["lin_sep"], seeds=[0])  # and Black et al.'s part on CTG, as smoke
     return cfg

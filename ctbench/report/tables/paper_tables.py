@@ -9,7 +9,7 @@ and the robustness figure as PNG and PDF; a table whose experiment has not been 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +17,13 @@ import numpy as np
 import pandas as pd
 
 from ...errors import BadFileError
-from ...evaluation.aggregate import ablation_table, bootstrap_reduction, reduction_table, validity_table
+from ...evaluation.aggregate import ablation_table, reduction_table, validity_table
 from ...facts import OBJECTIVE_LABELS, PAPER_ORDER
 from ...io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
 from ..common import dataset_label, paper_sorted, with_labels
 from ..markdown import frame_to_markdown
 from ..settings import ReportSettings
-from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, pool_seeds
+from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, experiment_rows, pool_seeds
 from .table1 import table1 as table1_cells
 
 
@@ -41,9 +41,12 @@ def read_frames(paths: Iterable[str | Path], what: str = "input", required: Iter
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def table1(evals: pd.DataFrame, settings: ReportSettings | None = None) -> pd.DataFrame:
+def table1(evals: pd.DataFrame | Mapping[str, pd.DataFrame], settings: ReportSettings | None = None) -> pd.DataFrame:
     """Table 1: % reduction CT vs BL of IP and IP* (``single``) and cost (``mutability``), with the paper's ± and
-    star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.tables.table1`)."""
+    star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.tables.table1`). ``evals``:
+    one frame, or a mapping experiment → frame (:func:`~ctbench.report.tables.table1.experiment_rows`)."""
+    if isinstance(evals, Mapping):
+        return table1_cells({k: with_labels(v) for k, v in evals.items()}, settings)
     return table1_cells(with_labels(evals), settings)
 
 
@@ -52,19 +55,40 @@ def dataset_seed(seed: int, dataset: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{dataset}".encode()).digest()[:8], "little")
 
 
-def table1_bootstrap(evals: pd.DataFrame, n_boot: int = 1000, seed: int = 2025) -> pd.DataFrame:
+def table1_bootstrap(evals: pd.DataFrame | Mapping[str, pd.DataFrame], n_boot: int = 1000,
+                     seed: int = 2025) -> pd.DataFrame:
     """The cleaner estimate: bootstrap over individuals, percentile CIs of the mean difference and the reduction.
 
     IP* is left out: it is a group statistic (one MMD per group of counterfactuals), so resampling individuals would
     need the MMD recomputed for every resample; reusing the group values gave zero-width intervals (issue 11)."""
-    parts = []
-    for exp, metric, kind, label in (("single", "ip", "ip", "IP"), ("mutability", "cost", "cost", "Cost")):
-        sub = evals[evals["experiment"] == exp]
-        for name, g in sub.groupby("dataset", sort=False, observed=True):
-            # one random stream per (seed, dataset): a dataset's interval does not depend on which other datasets
-            # the report holds (the verify slice reproduces the full set's rows)
-            parts.append(bootstrap_reduction(pool_seeds(with_labels(g)), metric, kind=kind, label=label,
-                                             n_boot=n_boot, seed=dataset_seed(seed, str(name))))
+    from .shared_bootstrap import Bootstraps
+
+    boots = Bootstraps(n_boot=n_boot)
+    for e, (exp, *_) in enumerate(_BOOT_SPECS):
+        _add_bootstraps(boots, e, experiment_rows(evals, exp), seed)
+    return _bootstrap_table(boots)
+
+
+#: (experiment, metric, paper_value kind, label) of the bootstrap table's two parts
+_BOOT_SPECS = (("single", "ip", "ip", "IP"), ("mutability", "cost", "cost", "Cost"))
+
+
+def _add_bootstraps(boots, e: int, sub: pd.DataFrame, seed: int = 2025) -> None:
+    """Part ``e`` of :data:`_BOOT_SPECS` from its experiment's rows, each dataset with its own random stream (a
+    dataset's interval does not depend on which other datasets the report holds: the verify slice reproduces the
+    full set's rows); a dataset's IP and cost share their draws where their strata agree (shared_bootstrap)."""
+    if not len(sub):
+        return
+    _, metric, kind, label = _BOOT_SPECS[e]
+    for name in pd.unique(sub["dataset"].dropna()):
+        boots.add((e, name), pool_seeds(with_labels(sub[sub["dataset"] == name])), metric, kind, label,
+                  dataset_seed(seed, str(name)))
+
+
+def _bootstrap_table(boots) -> pd.DataFrame:
+    """The bootstrap table: every single dataset's row, then every mutability one's, in the paper's order."""
+    done = boots.run()
+    parts = [done[k] for k in boots.order]
     parts = [p for p in parts if not p.empty]  # no CT/BL pair in any cell: no table (not a KeyError)
     return paper_sorted(pd.concat(parts, ignore_index=True)) if parts else pd.DataFrame()
 
@@ -75,13 +99,14 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
     datasets (issue 11). Empty when the evaluations predate the two columns."""
     from .table1 import VERSIONS, agreement, published_versions
 
-    single = evals[evals["experiment"] == "single"]
+    # a frame of the single rows only, without the experiment column (the report's): used as it is, no copy
+    single = evals[evals["experiment"] == "single"] if "experiment" in evals else evals
     if not len(single) or not {"ip_star_run", "ip_star_pooled"} <= set(single.columns):
         return pd.DataFrame()
     pub = published_versions(published_dir) if published_dir is not None else None
     rows = []
-    for col, name in (("ip_star_run", "per_run"), ("ip_star_pooled", "pooled")):
-        t = reduction_table(pool_seeds(with_labels(single)), col, kind="ip_star", label="IP*", avg_row=False)
+    per_run, pooled = _reductions_by_dataset(with_labels(single), ("ip_star_run", "ip_star_pooled"))
+    for t, name in ((per_run, "per_run"), (pooled, "pooled")):
         for _, r in t.iterrows():
             row = {"dataset": r["dataset"], "grouping": name, "reduction_pct": r["reduction_pct"], "pm": r["pm"],
                    "significant": r["significant"]}
@@ -103,15 +128,51 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
     return paper_sorted(wide.reset_index())
 
 
-def table3(evals: pd.DataFrame) -> pd.DataFrame:
-    """Table 3: mean validity of CT and BL, unconstrained (``single``) and constrained (``mutability``)."""
-    cols = []
-    for exp, name in (("single", "unconstrained"), ("mutability", "constrained")):
-        sub = evals[(evals["experiment"] == exp) & evals["objective"].isin(["full", "vanilla"])]
-        if len(sub):
-            v = validity_table(pool_seeds(with_labels(sub)), avg_row=False)
-            v["column"] = v["objective"].map({"full": "ct", "vanilla": "bl"}) + "_" + name
-            cols.append(v.pivot(index="dataset", columns="column", values="validity"))
+def _reductions_by_dataset(labelled: pd.DataFrame, metrics: tuple[str, ...]) -> list[pd.DataFrame]:
+    """``reduction_table(pool_seeds(labelled), m, kind="ip_star", label="IP*", avg_row=False)`` per metric ``m``,
+    one dataset's rows at a time (issue 21: 7M rows at once cost ~1 GB of temporaries): the same rows per dataset,
+    the datasets in the order of their first rows, not the one-frame table's (its only user pivots on the dataset,
+    which sorts them)."""
+    pool = "seed" in labelled and labelled["seed"].nunique() > 1
+    names = labelled["dataset"].to_numpy()
+    parts: list[list[pd.DataFrame]] = [[] for _ in metrics]
+    for d in pd.unique(labelled["dataset"].dropna()):
+        rows = labelled.iloc[np.flatnonzero(names == d)]
+        if pool:  # pool_seeds' expression, decided on all rows
+            rows = rows.assign(run=rows["seed"].astype(np.int64) * 1_000_000 + rows["run"].astype(np.int64))
+        for part, m in zip(parts, metrics, strict=True):
+            t = reduction_table(rows, m, kind="ip_star", label="IP*", avg_row=False)
+            if len(t):
+                part.append(t)
+    return [pd.concat(p, ignore_index=True) if p else
+            reduction_table(pool_seeds(labelled.iloc[:0]), m, kind="ip_star", label="IP*", avg_row=False)
+            for p, m in zip(parts, metrics, strict=True)]
+
+
+def table3(evals: pd.DataFrame | Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Table 3: mean validity of CT and BL, unconstrained (``single``) and constrained (``mutability``); ``evals``
+    one frame or a mapping experiment → frame."""
+    cols = [_table3_column(experiment_rows(evals, exp), exp) for exp in _TABLE3_COLUMNS]
+    return _table3_from(cols)
+
+
+#: experiment → Table 3's column group
+_TABLE3_COLUMNS = {"single": "unconstrained", "mutability": "constrained"}
+
+
+def _table3_column(sub: pd.DataFrame, exp: str) -> pd.DataFrame | None:
+    """Table 3's CT and BL columns of one experiment from its rows (None: no CT or BL row)."""
+    sub = sub[sub["objective"].isin(["full", "vanilla"])] if len(sub) else sub
+    if not len(sub):
+        return None
+    v = validity_table(pool_seeds(with_labels(sub)), avg_row=False)
+    v["column"] = v["objective"].map({"full": "ct", "vanilla": "bl"}) + "_" + _TABLE3_COLUMNS[exp]
+    return v.pivot(index="dataset", columns="column", values="validity")
+
+
+def _table3_from(cols: list[pd.DataFrame | None]) -> pd.DataFrame:
+    """Table 3 from its :func:`_table3_column` parts in :data:`_TABLE3_COLUMNS` order, with the Avg. row."""
+    cols = [c for c in cols if c is not None]
     if not cols:
         return pd.DataFrame()
     out = pd.concat(cols, axis=1).reset_index()
@@ -137,9 +198,9 @@ def validity_agreement(t3: pd.DataFrame) -> pd.DataFrame:
                                                for r in off.itertuples())}])
 
 
-def cost_table_unconstrained(evals: pd.DataFrame) -> pd.DataFrame:
+def cost_table_unconstrained(evals: pd.DataFrame | Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Appendix: cost reduction without mutability constraints (``single``)."""
-    single = evals[evals["experiment"] == "single"]
+    single = experiment_rows(evals, "single")
     return reduction_table(pool_seeds(with_labels(single)), "cost", kind="cost", label="Cost") if len(single) \
         else pd.DataFrame()
 
@@ -151,9 +212,22 @@ def ablation(evals: pd.DataFrame) -> pd.DataFrame:
     sub = evals[evals["experiment"] == "ablation"]
     if not len(sub):
         return pd.DataFrame()
-    shared = evals[(evals["experiment"] == "single") & evals["objective"].isin(["full", "vanilla"])
-                   & ~evals["objective"].isin(set(sub["objective"]))]
-    sub = pool_seeds(pd.concat([sub, shared], ignore_index=True))
+    return ablation_pooled(pd.concat([sub, ablation_shared(sub, evals[evals["experiment"] == "single"])],
+                                     ignore_index=True))
+
+
+def ablation_shared(sub: pd.DataFrame, single: pd.DataFrame) -> pd.DataFrame:
+    """The ``single`` rows that :func:`ablation` adds to the ``ablation`` rows ``sub``: CT's and BL's, unless the
+    ablation evaluation has them itself."""
+    rows = (single["objective"].isin(["full", "vanilla"]) & ~single["objective"].isin(set(sub["objective"]))).to_numpy()
+    return single if rows.all() else single[rows]  # all of them (the workflow's case): no copy of 7M rows
+
+
+def ablation_pooled(rows: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ablation` from its rows (the ``ablation`` rows, then :func:`ablation_shared`'s), seeds not yet pooled:
+    the report builds them from two reads and frees them first (issue 21: the report's memory)."""
+    sub = pool_seeds(rows)
+    del rows
     parts = [ablation_table(with_labels(sub), m, kind=m, label=lab) for m, lab in (("ip", "IP"), ("ip_star", "IP*"))]
     return pd.concat(parts, ignore_index=True)
 
@@ -204,36 +278,60 @@ def write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any])
 
 #: the design columns of an evaluation file that every table reads
 EVAL_KEYS = ("dataset", "experiment", "seed", "objective", "lambda_energy", "run", "valid")
-#: text columns as categoricals (~40 bytes a row less): off, the tables do string arithmetic on grouped keys (Table 3's
-#: ``objective.map(...) + "_"`` fails on a categorical); to be switched on once every table is checked with it
-_COMPACT = False
 
 
 def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: int,
                        settings: ReportSettings | None = None) -> dict[str, pd.DataFrame]:
-    """The tables of the evaluation files, in the order they are written. Three passes over the files, each reading
-    only the rows and columns its tables use (issue 21: one frame of all 24
-    columns of the paper's 21.4M rows took 11.3 GB): Tables 1 and 3, the bootstrap and the cost tables from the
-    ``single`` and ``mutability`` rows (IP, IP*, cost); the IP* groupings from ``single``; the ablation from
-    ``single`` and ``ablation`` (IP, IP*). Every table is computed from the same rows in the same order as from one
-    frame of every column, so it is the same to the last bit (the report's golden tables)."""
-    from ...evaluation.files import read_evaluations
+    """The tables of the evaluation files, in the order they are written. Passes over the files, each reading only
+    the rows and columns its tables use (issue 21: one frame of all 24 columns of the paper's 21.4M rows took
+    11.3 GB, the three-pass reader before this 3.7 GB): the ``single`` rows (IP, IP*, cost), then the ``mutability``
+    rows (cost), each freed once Tables 1 and 3, the bootstrap and the cost table have their part of it; the IP*
+    groupings from ``single``; the ablation from ``ablation`` and ``single`` (IP, IP*), one dataset at a time. Every
+    table is computed from the same rows in the same order as from one frame of every column, so it is the same to
+    the last bit (tests/test_report_frames.py; the report's golden tables)."""
+    from .ablation_parts import ablation_by_dataset, ablation_from_tables
+    from .eval_frames import read_report_evaluations as read_evaluations
+    from .eval_frames import read_report_table, release_arrow_memory
 
     tables: dict[str, pd.DataFrame | None] = dict.fromkeys(
         ("table1_agreement", "table1", "ipstar_groupings", "table1_bootstrap", "appendix_ci", "table3",
          "table3_agreement", "appendix_cost_unconstrained", "ablation"))
     if not evaluations:
         return tables
-    evals = read_evaluations(evaluations, (*EVAL_KEYS, "ip", "ip_star", "cost"), experiments=("single", "mutability"),
-                             compact=_COMPACT)
-    if not evals.empty:
-        t1 = table1(evals, settings)
+    # one experiment's rows in memory at a time, without the experiment column: each table's part of it is made,
+    # then the frame is freed (Table 1, Table 3 and the bootstrap are put together from their parts below)
+    from .shared_bootstrap import Bootstraps
+    from .table1 import SPECS as T1_SPECS
+    from .table1 import table1_from_parts, table1_part
+
+    t1_parts, t3_parts, boots, seen = {}, {}, Bootstraps(n_boot=n_boot), False
+    for exp in ("single", "mutability"):
+        metrics = ("ip", "ip_star", "cost") if exp == "single" else ("cost",)  # the metrics of its tables
+        f = read_evaluations(evaluations, (*EVAL_KEYS, *metrics), experiments=(exp,), keep_experiment=False)
+        if f.empty:
+            continue
+        seen = True
+        labelled = with_labels(f)  # Table 1's rows carry the labels
+        for i, (e, metric, kind, label) in enumerate(T1_SPECS):
+            if e == exp:
+                t1_parts[i] = table1_part(labelled, metric, kind, label)
+        del labelled
+        t3_parts[exp] = _table3_column(f, exp)
+        if exp == "single":
+            tables["appendix_cost_unconstrained"] = cost_table_unconstrained({"single": f})
+        for e, spec in enumerate(_BOOT_SPECS):
+            if spec[0] == exp:
+                _add_bootstraps(boots, e, f)
+        del f
+        release_arrow_memory()
+    if seen:
+        t1 = table1_from_parts([t1_parts[i] for i in sorted(t1_parts)], settings)
         ci = t1.copy()
         if pub is not None and (pub / "table1_reductions.csv").exists() and not t1.empty:
             t1 = compare_versions(t1, pub)
             tables["table1_agreement"] = agreement_counts(t1)
         tables["table1"] = t1
-        tables["table1_bootstrap"] = table1_bootstrap(evals, n_boot=n_boot)
+        tables["table1_bootstrap"] = _bootstrap_table(boots)
         ci = ci[ci["dataset"] != "Avg."][["dataset", "metric", "ct_mean_abs", "bl_mean_abs", "lb", "ub"]] \
             if not ci.empty else ci
         if pub is not None and not ci.empty:
@@ -241,23 +339,34 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
                                 {"ct_mean_abs": "ct_mean_abs", "bl_mean_abs": "bl_mean_abs", "lb": "lb_99",
                                  "ub": "ub_99"})
         tables["appendix_ci"] = ci
-        t3 = table3(evals)
+        t3 = _table3_from([t3_parts.get(e) for e in _TABLE3_COLUMNS])
         if pub is not None and not t3.empty:
             t3 = with_published(t3, pub / "table3_validity.csv", ["dataset"],
                                 {c: c for c in t3.columns if c != "dataset"})
         tables["table3"] = t3
         tables["table3_agreement"] = validity_agreement(t3)
-        tables["appendix_cost_unconstrained"] = cost_table_unconstrained(evals)
-    del evals
+    del boots
     single = read_evaluations(evaluations, (*EVAL_KEYS, "ip_star_run", "ip_star_pooled"), experiments=("single",),
-                              compact=_COMPACT)
+                              keep_experiment=False)
     if not single.empty:
         tables["ipstar_groupings"] = ipstar_groupings(single, pub)
     del single
-    abl = read_evaluations(evaluations, (*EVAL_KEYS, "ip", "ip_star"), experiments=("single", "ablation"),
-                           compact=_COMPACT)
-    if not abl.empty:
-        tables["ablation"] = ablation(abl)
+    # the ablation: from Arrow tables, one dataset's rows as a frame at a time; else from frames
+    cols = (*EVAL_KEYS, "ip", "ip_star")
+    ok, abl_t = read_report_table(evaluations, cols, ("ablation",), keep_experiment=False)
+    ok_single, single_t = read_report_table(evaluations, cols, ("single",), keep_experiment=False) \
+        if ok and abl_t is not None else (False, None)
+    done = ablation_from_tables(abl_t, single_t) if ok and ok_single and abl_t is not None else None
+    del abl_t, single_t
+    if done is not None:
+        tables["ablation"] = done if len(done) else None
+    else:
+        abl = read_evaluations(evaluations, cols, experiments=("ablation",), keep_experiment=False)
+        if not abl.empty:
+            single = read_evaluations(evaluations, cols, experiments=("single",), keep_experiment=False)
+            shared = ablation_shared(abl, single) if not single.empty else abl.iloc[:0]
+            del single
+            tables["ablation"] = ablation_by_dataset(abl, shared)  # one dataset's rows at a time
     return tables
 
 

@@ -22,12 +22,13 @@ category of ours; ``pub_*`` columns hold :data:`PRIMARY`, the version this proje
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ...evaluation.aggregate import reduction_table
+from ...evaluation.aggregate import paper_value, reduction_table
 from ...evaluation.seeds import pool_seeds
 from ...evaluation.seeds import seed_level as _seed_level
 from ...facts import PAPER_ORDER, VERSION_LABELS
@@ -66,22 +67,69 @@ def _nan_share_text(r: pd.Series) -> str:
     return f"{100 * r['nan_share']:.0f}% of the {r['metric']} values are NaN{why}"
 
 
-def table1(evals: pd.DataFrame, settings: ReportSettings | None = None) -> pd.DataFrame:
-    """Table 1 from per-counterfactual rows (dataset names already the paper's labels); ``settings``: how NaN values
-    are treated (default: the authors' way, see the module docstring)."""
-    nan_groups = (settings or ReportSettings()).ip_star_nan_groups
+def experiment_rows(evals: pd.DataFrame | Mapping[str, pd.DataFrame], exp: str) -> pd.DataFrame:
+    """The rows of experiment ``exp``: of one frame with an ``experiment`` column, or the frame of ``exp`` in a
+    mapping experiment → frame (the report's, issue 21: no copy of 7M rows per table; an absent one is empty)."""
+    if isinstance(evals, Mapping):
+        return evals.get(exp, pd.DataFrame(columns=["dataset", "experiment"]))
+    return evals[evals["experiment"] == exp]
+
+
+def table1(evals: pd.DataFrame | Mapping[str, pd.DataFrame], settings: ReportSettings | None = None) -> pd.DataFrame:
+    """Table 1 from per-counterfactual rows (dataset names already the paper's labels), one frame or a mapping
+    experiment → frame (:func:`experiment_rows`); ``settings``: how NaN values are treated (default: the authors'
+    way, see the module docstring)."""
     parts = []
     for exp, metric, kind, label in SPECS:
-        sub = evals[evals["experiment"] == exp]
-        if not len(sub):
-            continue
-        t = reduction_table(pool_seeds(sub), metric, kind=kind, label=label, avg_row=False)
-        missing = [d for d in sub["dataset"].unique() if d not in set(t["dataset"])]
-        if missing:  # a cell with no CT/BL pair left is shown empty, with its reason below
-            t = pd.concat([t, pd.DataFrame({"dataset": missing, "metric": label})], ignore_index=True)
-        t = t.merge(_seed_level(sub, metric, kind, label), on="dataset", how="left")
-        t = t.merge(_cell_facts(sub, metric), on="dataset", how="left")
-        parts.append(t)
+        sub = experiment_rows(evals, exp)
+        if len(sub):
+            parts.append(table1_part(sub, metric, kind, label))
+    return table1_from_parts(parts, settings)
+
+
+def table1_part(sub: pd.DataFrame, metric: str, kind: str, label: str) -> pd.DataFrame:
+    """One metric's rows of Table 1 (a row of :data:`SPECS`) from its experiment's rows (not empty), before the
+    flags and the Avg. rows (:func:`table1_from_parts`): the report makes each while its experiment is read.
+
+    Every statistic is per dataset, so each dataset's rows are taken on their own (issue 21: the report's memory;
+    7M rows at once cost ~1 GB of temporaries): the seeds pooled as ``pool_seeds`` decides on all rows, the
+    datasets' rows in the order the one-frame recipe gives (that of each dataset's first valid row with a finite
+    metric), the same values bit for bit (tested against the one-frame recipe)."""
+    pool = "seed" in sub and sub["seed"].nunique() > 1
+    names = sub["dataset"].to_numpy()
+    ts, firsts, seeds, facts = [], [], [], []
+    for d in pd.unique(sub["dataset"].dropna()):
+        at = np.flatnonzero(names == d)
+        rows = sub.iloc[at]
+        pooled = rows.assign(run=rows["seed"].astype(np.int64) * 1_000_000 + rows["run"].astype(np.int64)) \
+            if pool else rows  # pool_seeds' expression
+        t = reduction_table(pooled, metric, kind=kind, label=label, avg_row=False)
+        if len(t):
+            y = paper_value(pd.to_numeric(rows[metric], errors="coerce").astype(float), kind).to_numpy()
+            ts.append(t)
+            firsts.append(at[np.isfinite(y) & rows["valid"].astype(bool).to_numpy()][0])
+        seeds.append(_seed_level(rows, metric, kind, label))
+        facts.append(_cell_facts(rows, metric))
+        del rows, pooled
+    t = pd.concat([ts[i] for i in np.argsort(firsts, kind="stable")], ignore_index=True) if ts \
+        else reduction_table(pool_seeds(sub.iloc[:0]), metric, kind=kind, label=label, avg_row=False)
+    missing = [d for d in sub["dataset"].unique() if d not in set(t["dataset"])]
+    if missing:  # a cell with no CT/BL pair left is shown empty, with its reason below
+        t = pd.concat([t, pd.DataFrame({"dataset": missing, "metric": label})], ignore_index=True)
+    t = t.merge(_stacked(seeds), on="dataset", how="left")
+    return t.merge(_stacked(facts), on="dataset", how="left")
+
+
+def _stacked(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Per-dataset frames of one-row-per-dataset statistics as the one frame of all datasets (empty ones left out
+    of the dtypes, as a frame built from all rows at once has them)."""
+    full = [f for f in frames if len(f)]
+    return pd.concat(full, ignore_index=True) if full else frames[0] if frames else pd.DataFrame(columns=["dataset"])
+
+
+def table1_from_parts(parts: list[pd.DataFrame], settings: ReportSettings | None = None) -> pd.DataFrame:
+    """Table 1 from its :func:`table1_part` rows in :data:`SPECS` order: flags, notes and the Avg. rows."""
+    nan_groups = (settings or ReportSettings()).ip_star_nan_groups
     if not parts:
         return pd.DataFrame()
     out = pd.concat(parts, ignore_index=True)

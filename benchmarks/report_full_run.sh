@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The paper set's whole `ctbench report` with one code tree, measured with GNU time (issue 21): peak RSS and CPU
+# seconds of the exact command the workflow runs, written to a fresh folder.
+#
+#   usage: benchmarks/report_full_run.sh CODE_TREE OUT [SET_REPO]
+#
+# CODE_TREE: a ctbench checkout or `git archive` (its ctbench/ is imported through PYTHONPATH); OUT: the report folder
+# to write (emptied first; OUT.time = `/usr/bin/time -v`, OUT.log = stdout/stderr, OUT.load = load average before and
+# after); SET_REPO: the checkout holding results/paper (default /work/regen). The command is the one Snakemake prints
+# (`snakemake -n -p -f results/paper/report/index.json`), with --out replaced; the other stages' files of the report
+# folder (figure1, mnist_*, prop31/, fidelity_effects) are copied in first, as the workflow leaves them there.
+# Compare the tables: `ctbench compare OUT --committed SET_REPO/results/paper/report --rtol 0 --atol 0`.
+set -euo pipefail
+CODE=$(realpath "$1"); OUT=$2; REPO=${3:-/work/regen}
+command -v snakemake > /dev/null || { echo "snakemake is not on PATH: activate the project's venv first" >&2; exit 2; }
+R=$REPO/results/paper/report
+CMD=$(cd "$REPO" && CTBENCH_DATA=${CTBENCH_DATA:-/work/shared/data} PYTHONPATH=$REPO \
+      snakemake -n -p -f results/paper/report/index.json 2>/dev/null | grep '^Shell command: ctbench report' \
+      | sed 's/^Shell command: ctbench //; s/ > results.*$//')
+[ -n "$CMD" ] || { echo "no report command from snakemake -n -p" >&2; exit 1; }
+CMD=${CMD//--out results\/paper\/report/--out $OUT}
+rm -rf "$OUT" "$OUT.stale"; mkdir -p "$OUT"
+cp -r "$R"/figure1.* "$R"/mnist_* "$R"/prop31 "$R"/fidelity_effects.* "$OUT"/
+RUNNER=$(mktemp -d)/ctb.py  # a script, not `python -c`/-m: those put the working directory first on sys.path
+printf 'import sys\nfrom ctbench.cli import main\nsys.argv[0] = "ctbench"\nsys.exit(main())\n' > "$RUNNER"
+cat /proc/loadavg > "$OUT.load"
+cd "$REPO"
+eval "CTBENCH_DATA=\${CTBENCH_DATA:-/work/shared/data} PYTHONPATH=$CODE nice -n 19 /usr/bin/time -v python $RUNNER $CMD" \
+  > "$OUT.log" 2> "$OUT.time"
+cat /proc/loadavg >> "$OUT.load"
+grep -E 'Maximum resident|User time|System time|Elapsed' "$OUT.time"
