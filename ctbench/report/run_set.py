@@ -35,6 +35,7 @@ from ..io import is_dirty
 STAGE_FILES: dict[str, tuple[str, ...]] = {
     "figure1": ("figure1.*",),
     "black_figure1": ("black_figure1.*",),
+    "black_figure2": ("black_figure2.*", "black_figure2_*.csv"),
     "mnist_figures": ("mnist_*",),
     "prop31": ("prop31/*",),
     "fidelity_study": ("fidelity_effects.*",),
