@@ -34,6 +34,8 @@ from ..io import is_dirty
 #: stages other than ``ctbench report`` that write into the report folder → their files there (relative patterns)
 STAGE_FILES: dict[str, tuple[str, ...]] = {
     "figure1": ("figure1.*",),
+    "black_figure1": ("black_figure1.*",),
+    "black_figure2": ("black_figure2.*", "black_figure2_*.csv"),
     "mnist_figures": ("mnist_*",),
     "prop31": ("prop31/*",),
     "fidelity_study": ("fidelity_effects.*",),

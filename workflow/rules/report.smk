@@ -50,6 +50,8 @@ rule report:
         # the other stages of this run that write into the report folder (the files of any other stage are set aside)
         stages=" ".join(s for s, on in (
             ("figure1", any(j["figure"] == "figure1" for j in W.jobs("figures"))),
+            ("black_figure1", any(j["figure"] == "black_figure1" for j in W.jobs("figures"))),
+            ("black_figure2", any(j["figure"] == "black_figure2" for j in W.jobs("figures"))),
             ("mnist_figures", any(j["figure"] == "mnist" for j in W.jobs("figures"))),
             ("prop31", W.jobs("prop31")), ("fidelity_study", W.jobs("fidelity_effect"))) if on),
         publish="--publish" if config.get("report", {}).get("publish", False) else "",
@@ -74,6 +76,8 @@ rule report:
 BOOK_INPUTS = [
     *rules.report.output,
     *(rules.figure1.output if any(j["figure"] == "figure1" for j in W.jobs("figures")) else []),
+    *(rules.black_figure1.output if any(j["figure"] == "black_figure1" for j in W.jobs("figures")) else []),
+    *(rules.black_figure2.output if any(j["figure"] == "black_figure2" for j in W.jobs("figures")) else []),
     *(rules.mnist_figures.output if any(j["figure"] == "mnist" for j in W.jobs("figures")) else []),
     *(rules.fidelity_effects.output if W.jobs("fidelity_effect") else []),
 ]

@@ -16,7 +16,21 @@ from .table_pages import constant_columns, merge_columns
 #: figures of chapter 4: file → caption
 PAPER_FIGURES = {
     "figure1.png": "Figure 1: counterfactuals of a conventionally trained model and of CT, without and with a "
-                   "mutability constraint (the paper's proof-of-concept figure).",
+                   "mutability constraint (the paper's proof-of-concept figure). Panels (b) and (d), the linear CT "
+                   "models with both features mutable and with age immutable, are also the CT appendix's mutability "
+                   "figure (`app_mtblty.svg`: scatter and decision boundary, (a) both mutable, (b) one immutable), "
+                   "drawn once here.",
+    "black_figure1.png": "Black et al. (ICLR 2022) Figure 1: (a) the data (Moons), (b) where two MLPs trained from "
+                         "different seeds disagree, (c) the same for two linear models; the titles give the shaded "
+                         "share of the plotted area (`black_figure1.csv`: the grid's predictions).",
+    "black_figure2.png": "Black et al. (ICLR 2022) Figure 2: (a) a small ReLU MLP (2×8) on Moons: every hidden "
+                         "unit's activation constraint dashed, the decision boundary solid, and ∇f at four test "
+                         "points whose activation regions are shaded (blue, green, purple: the boundary crosses the "
+                         "region and ∇f is orthogonal to it; yellow: it does not, and ∇f is orthogonal to an "
+                         "extension of a nearby piece); (b) σ(t·x′) against t from the zero baseline (Eq. 4) for "
+                         "Min-ℓ2 and Min-ℓ2 + SNS counterfactuals of the same test factuals, split by whether the "
+                         "target is the class of x = 0; the titles give the median of maxₜ dσ/dt "
+                         "(`black_figure2.json`: the medians, `black_figure2.csv`: per counterfactual).",
     "mnist_counterfactuals.png": "Figure 2 of the paper (columns 1–5), MNIST: a factual 0 and ECCo counterfactuals "
                                  "in target classes 1 to 4, BL (top) and CT (bottom).",
     "mnist_attribution.png": "Figure 2 of the paper (columns 6–10), MNIST: integrated gradients averaged over test "
