@@ -128,3 +128,27 @@ def test_black_figure2_is_a_figures_job_and_a_report_stage():
     assert "rule black_figure2:" in rules and "ctbench black-figure2 --seed {params.seed}" in rules
     report = (ROOT / "workflow/rules/report.smk").read_text()
     assert report.count('j["figure"] == "black_figure2"') == 2
+
+
+def test_the_book_says_where_sns_flattens_the_curve_from_the_files(tmp_path):
+    """The sentence under Figure 2 is read from black_figure2.json/.csv: flip the medians and the text flips."""
+    from ctbench.report.book.figure_pages import render_black_figure2_finding
+
+    assert render_black_figure2_finding(tmp_path) == ""                  # the figure did not run: nothing said
+
+    def write(base_slope, sns_slope):
+        m = {"min_l2": {"n": 3, "median_max_slope": base_slope, "median_sns_integral": 0.7},
+             "min_l2+sns": {"n": 3, "median_max_slope": sns_slope, "median_sns_integral": 0.9}}
+        other = {"min_l2": {**m["min_l2"], "median_max_slope": 30.0},
+                 "min_l2+sns": {**m["min_l2+sns"], "median_max_slope": 50.0}}
+        flat = {"all": m, "target_is_baseline_class": m, "target_is_other_class": other}
+        (tmp_path / "black_figure2.json").write_text(json.dumps({"flatness": flat}))
+        pd.DataFrame({"method": ["min_l2", "min_l2+sns"] * 2, "row": [0, 0, 1, 1], "valid": True,
+                      "cost_l2": [0.5, 1.5, 0.7, 1.1]}).to_csv(tmp_path / "black_figure2.csv", index=False)
+        return render_black_figure2_finding(tmp_path)
+
+    text = write(18.9, 0.0002)
+    assert "SNS lowers the median maxₜ dσ/dt from 18.9 to 0.0002" in text
+    assert "must cross the decision boundary, SNS raises the median maxₜ dσ/dt from 30 to 50" in text
+    assert "median ℓ2 cost of 1.3 against 0.6" in text and "raises the path integral" in text
+    assert "SNS raises the median maxₜ dσ/dt from 18.9 to 25" in write(18.9, 25.0)
