@@ -47,7 +47,7 @@ if W.jobs("lenet"):
         threads: config.get("threads_per_job", 1)
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
-            runtime=lambda w: W.runtime_min(w.dataset, "evaluate") * 4,
+            runtime=lambda w: W.runtime_min(w.dataset, "evaluate"),
         benchmark:
             f"{RES}/benchmarks/lenet_evaluate/{{experiment}}_{{dataset}}_s{{seed}}.tsv"
         log:
