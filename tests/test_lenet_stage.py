@@ -168,3 +168,33 @@ def test_the_book_shows_the_lenet_rows_or_says_they_did_not_run(tmp_path):
     assert "Beyond the paper" in text
     assert "| MNIST | IP | 12.50\u00a0±\u00a01.50\\* | 6.51\u00a0±\u00a01.33\\* |" in text
     assert "7.05\u00a0±\u00a01.80\\*" in text and "sign and significance" in text
+
+
+@pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="the MNIST files are not in CTBENCH_DATA")
+def test_report_lenet_eval_writes_the_lenet_rows_and_judges_their_claims(tmp_path, monkeypatch):
+    """The stage's commands on a tiny LeNet pair: `ctbench evaluate` with the planned job's models and settings (fewer
+    runs), then `ctbench report --lenet-eval`: table1_lenet.csv appears and the lenet claims are judged; without
+    --lenet-eval neither."""
+    from ctbench.cli import main
+    from ctbench.training.pipeline import train_from_config
+
+    monkeypatch.setenv("CTBENCH_DATA", str(DATA))
+    cfg = {**PAPER, "results": str(tmp_path), "data_params": {"mnist": {"n_per_class": 20, "n_val": 20}},
+           "training": {"epochs": 1}, "training_overrides": {"training.nce": 10}, "lenet": {"enabled": True},
+           "evaluation": {**PAPER["evaluation"], "n_runs": 2, "lambdas": [5.0]}}
+    for job in lenet.jobs(cfg):
+        train_from_config(job["config"]).save(job["out"])
+    (job,) = lenet.evaluation_jobs(cfg)
+    sets = [a for k, v in job["settings"].items() for a in ("--set", f"{k}={json.dumps(v)}")]
+    assert main(["evaluate", "--model", *[f"{n}={p}" for n, p in job["models"].items()], *sets,
+                 "--experiment", job["experiment"], "--out", job["out"], "--quiet"]) == 0
+    claims = str(ROOT / "claims.yaml")
+    assert main(["report", "--lenet-eval", job["out"], "--claims", claims, "--out", str(tmp_path / "rep")]) == 0
+    t = pd.read_csv(tmp_path / "rep" / "table1_lenet.csv")
+    assert list(t["metric"]) == ["IP", "IP*", "Cost (unconstrained)"] and set(t["dataset"]) == {"MNIST"}
+    v = pd.read_csv(tmp_path / "rep" / "verdicts.csv").set_index("claim")
+    assert v.loc["lenet_ip_mnist", "verdict"] != "not yet run"
+    assert main(["report", "--claims", claims, "--out", str(tmp_path / "off")]) == 0
+    assert not (tmp_path / "off" / "table1_lenet.csv").exists()
+    assert pd.read_csv(tmp_path / "off" / "verdicts.csv").set_index("claim").loc["lenet_ip_mnist",
+                                                                                    "verdict"] == "not yet run"
