@@ -46,7 +46,8 @@ UNRECORDED = "unrecorded"
 #: is the ``code=`` param of the rule that makes it (workflow/rules/*.smk)
 STAGE_OF_KIND: dict[str, str] = {
     "evaluations": "eval_cmds", "robustness": "eval_cmds", "attribution": "eval_cmds", "retrain": "eval_cmds",
-    "models": "train_cmds", "grids": "grid_cmds", "tuning": "grid_cmds", "consistency": "study_cmds"}
+    "lenet": "eval_cmds", "models": "train_cmds", "grids": "grid_cmds", "tuning": "grid_cmds",
+    "consistency": "study_cmds"}
 
 
 def stage_of(rel: str) -> str | None:

@@ -32,6 +32,8 @@ rule report:
         consistency=expand(rules.consistency.output[0], zip, **W.wildcards("consistency")),
         # the retrain stage's evaluations (workflow/rules/retrain.smk): passed as --retrain-eval when retrain.report
         retrain=RETRAIN_EVALS,
+        # the LeNet pair's evaluation (workflow/rules/lenet.smk): --lenet-eval, table1_lenet.csv only
+        lenet=LENET_EVALS,
         claims="claims.yaml",
     output:
         W.path("report_index"),
@@ -41,7 +43,8 @@ rule report:
             for flag, files in (("robustness", input.robustness), ("attribution", input.attribution),
                                 ("grids", input.grids), ("tuned", input.tuned),
                                 ("consistency", input.consistency),
-                                ("retrain-eval", input.retrain if RETRAIN_TO_REPORT else []))
+                                ("retrain-eval", input.retrain if RETRAIN_TO_REPORT else []),
+                                ("lenet-eval", input.lenet))
             if files
         ),
         profile=config["profile"],
