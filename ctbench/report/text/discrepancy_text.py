@@ -7,7 +7,9 @@ Two renderers, each included by ``paper/discrepancies.md``:
   (``table1.csv``, ``table1_agreement.csv``, ``table3.csv``, ``table3_agreement.csv``), and for each cell that does
   not agree with the July 2025 preprint the facts that bear on it: the value per training seed, the seed-level
   interval, seeds whose model trained worse than the dataset's best seed (``performance_seeds.csv``), CT's accuracy
-  gap to BL, CT's validity against the published one, and whether the authors' own versions agree with each other.
+  gap to BL, CT's validity against the published one, whether the authors' own versions agree with each other, and
+  the cell on each training seed alone with the number of seeds that reach July and the final version
+  (``table1_seeds.csv``, :func:`seed_agreement`).
 * :func:`render_switch_findings` — what each fidelity switch does to the cells it touches
   (``fidelity_effects.csv``), with the published July value beside and a count of the cells that agree with July under
   each setting.
@@ -209,7 +211,7 @@ def seed_agreement(per_seed: pd.DataFrame | None, dataset: str, metric: str) -> 
                                                  if len(tol) else "") + ("," if v == "preprint_2025_07" else "."))
     k = reach["preprint_2025_07"]
     if k == 0:
-        text += (f" No seed reaches the July value: the gap to July is not training-seed variation"
+        text += (" No seed reaches the July value: the gap to July is not training-seed variation"
                  + (f" (the final version's value is reached on {reach['satml_2026']} of {n})."
                     if reach["satml_2026"] else "; nor does any seed reach the final version's."))
     else:
