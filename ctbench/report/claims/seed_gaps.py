@@ -22,11 +22,11 @@ COVERAGE = "inputs.json"
 KEYS = ("dataset", "metric")
 
 
-def write_coverage(folder: Path, files: Iterable[Path], retrain: set[Path],
-                   pooled: pd.DataFrame | None = None) -> None:
+def write_coverage(folder: Path, files: Iterable[Path], retrain: set[Path], pooled: pd.DataFrame | None = None,
+                   experiments: tuple[str, ...] = ("single", "mutability")) -> None:
     """``folder/inputs.json``: the (dataset label, experiment) pairs of the seed's evaluation ``files`` (their
-    sidecars) and of its rows of ``pooled`` (files of several seeds), and whether every file came from
-    ``--retrain-eval``."""
+    sidecars) and of its rows of ``pooled`` (files of several seeds), of the ``experiments`` the per-seed tables are
+    made of (an ablation evaluation is no input of theirs), and whether every file came from ``--retrain-eval``."""
     files = list(files)
     pairs = set()
     for p in files:
@@ -38,6 +38,7 @@ def write_coverage(folder: Path, files: Iterable[Path], retrain: set[Path],
         pairs |= {(dataset_label(str(d)), str(e)) for d, e in pooled[["dataset", "experiment"]].drop_duplicates()
                   .itertuples(index=False)}
     is_retrain = bool(files) and all(Path(p) in retrain for p in files)
+    pairs = {(d, e) for d, e in pairs if e in experiments}
     (folder / COVERAGE).write_text(json.dumps({"pairs": sorted(pairs), "retrain": is_retrain}))
 
 

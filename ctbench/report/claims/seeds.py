@@ -45,6 +45,8 @@ from .shares import (
 #: the per-seed tables (those whose inputs carry a training seed); other files are not split
 SEED_FILES = ("table1.csv", "table3.csv", "appendix_ci.csv", "appendix_cost_unconstrained.csv", "performance.csv",
               "robustness.csv", "table2.csv", "training_time.csv")
+#: the experiments the per-seed tables are made of (what a seed lacks of others is counted among these only)
+SEED_EXPERIMENTS = ("single", "mutability")
 _NAME_SEED = re.compile(r"_s(\d+)\.")
 
 
@@ -120,7 +122,7 @@ def _evaluation_seed_tables(files: list[Path], seed: int, folder: Path, settings
     from ...evaluation.files import read_evaluations
     from ..tables.paper_tables import EVAL_KEYS, cost_table_unconstrained, performance_table, table1, table3
 
-    evals = read_evaluations(files, (*EVAL_KEYS, "ip", "ip_star", "cost"), experiments=("single", "mutability"))
+    evals = read_evaluations(files, (*EVAL_KEYS, "ip", "ip_star", "cost"), experiments=SEED_EXPERIMENTS)
     if not evals.empty and "seed" in evals:
         evals = evals[pd.to_numeric(evals["seed"], errors="coerce") == seed].reset_index(drop=True)
     if not evals.empty:
@@ -176,7 +178,7 @@ def seed_reports(root: str | Path, *, evaluations: Iterable[str | Path] = (),
             _evaluation_seed_tables([*evals.get(seed, []), *pooled], seed, folder, settings)
             mine = (found[pd.to_numeric(found["seed"], errors="coerce") == seed]
                     if pooled and "seed" in found else None)
-            write_coverage(folder, evals.get(seed, []), retrain_files, mine)
+            write_coverage(folder, evals.get(seed, []), retrain_files, mine, SEED_EXPERIMENTS)
         if rob.get(seed):
             _write(read_frames(rob[seed], "robustness file", ("dataset", "model")), folder, "robustness.csv")
         if att.get(seed):
