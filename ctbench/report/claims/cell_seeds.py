@@ -17,8 +17,9 @@ from .schema import Claim
 CELL_SEEDS_FILE = "table1_seeds.csv"
 #: the versions a cell is compared with on each seed (July: the one this project reproduces; final: its default code)
 CELL_VERSIONS = ("preprint_2025_07", "satml_2026")
-CELL_COLUMNS = ["dataset", "metric", "seed", "reduction_pct", "significant",
-                *[f"{k}_{v}" for v in CELL_VERSIONS for k in ("verdict", "tolerance")]]
+#: ``note``: why a seed has no value (the seed lacks the cell's inputs: :mod:`.seed_gaps`)
+CELL_COLUMNS = ["claim", "dataset", "metric", "seed", "reduction_pct", "significant",
+                *[f"{k}_{v}" for v in CELL_VERSIONS for k in ("verdict", "tolerance")], "note"]
 
 
 def cell_row(claim: Claim, seed: int, table: pd.DataFrame | None, result: dict[str, Any]) -> dict[str, Any] | None:
@@ -27,8 +28,8 @@ def cell_row(claim: Claim, seed: int, table: pd.DataFrame | None, result: dict[s
     if claim.rule != "cell" or claim.file != "table1.csv":
         return None
     ds, metric = claim.spec["dataset"], claim.spec["metric"]
-    row: dict[str, Any] = {"dataset": ds, "metric": metric, "seed": int(seed), "reduction_pct": float("nan"),
-                           "significant": pd.NA}
+    row: dict[str, Any] = {"claim": claim.id, "dataset": ds, "metric": metric, "seed": int(seed),
+                           "reduction_pct": float("nan"), "significant": pd.NA, "note": ""}
     if table is not None:
         found = table[(table["dataset"] == ds) & (table["metric"] == metric)]
         if len(found):

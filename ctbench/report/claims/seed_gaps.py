@@ -114,21 +114,27 @@ def gap_reason(claim: Claim, seed: int, folders: dict[int, Path]) -> str:
         ran = sorted({e for _, e in pairs})
         why = ([f"skips {_join(no_model)}"] if no_model else []) + (
             [f"runs only the {_join(ran)} experiment{'s' if len(ran) > 1 else ''}"] if no_exp else [])
-        cause = f"the retrain stage, which trained this seed, {_join(why)}"
+        cause = f"the retrain stage {_join(why)}"
     else:
-        cause = "none among this seed's evaluation files"
+        cause = "not among this seed's evaluation files"
     return f"{_join(what)} ({cause})"
 
 
-def mark_gaps(long: pd.DataFrame, claims: dict[str, Claim], folders: dict[int, Path]) -> pd.DataFrame:
+def mark_gaps(long: pd.DataFrame, claims: dict[str, Claim], folders: dict[int, Path],
+              cells: list[dict] | None = None) -> pd.DataFrame:
     """``long`` (:func:`.seeds.judge_seeds`) with each ``not yet run`` row whose seed lacks the claim's inputs
-    relabelled :data:`NOT_JUDGED`, its note the reason (:func:`gap_reason`)."""
+    relabelled :data:`NOT_JUDGED`, its note the reason (:func:`gap_reason`); the reason also goes to the ``note`` of
+    that claim's and seed's row of ``cells`` (:func:`.cell_seeds.cell_row`)."""
     out = long.copy()
+    by_key = {(c["claim"], c["seed"]): c for c in cells or []}
     for i in out.index[out["verdict"] == NOT_YET_RUN]:
-        reason = gap_reason(claims[out.at[i, "claim"]], int(out.at[i, "seed"]), folders)
+        cid, seed = out.at[i, "claim"], int(out.at[i, "seed"])
+        reason = gap_reason(claims[cid], seed, folders)
         if reason:
             out.at[i, "verdict"] = NOT_JUDGED
             out.at[i, "note"] = f"{NOT_JUDGED}: {reason}"
+            if (cid, seed) in by_key:
+                by_key[(cid, seed)]["note"] = reason
     return out
 
 

@@ -233,7 +233,7 @@ def judge_seeds(claims_yaml: str | Path, folders: dict[int, Path],
             if cell is not None:
                 cells.append(cell)
     long = pd.DataFrame(rows, columns=["claim", "seed", "verdict", "ours", "note", "file"])
-    return mark_gaps(long, {c.id: c for c in claims}, folders)
+    return mark_gaps(long, {c.id: c for c in claims}, folders, cells)
 
 
 def seed_verdicts(claims_yaml: str | Path, cells: list[dict[str, Any]] | None = None, **inputs: Any) -> pd.DataFrame:

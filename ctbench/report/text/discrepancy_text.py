@@ -199,9 +199,16 @@ def seed_agreement(per_seed: pd.DataFrame | None, dataset: str, metric: str) -> 
         return f"No training seed alone has a value for this cell (seeds {_seed_range(missing)})."
     values = "; ".join(f"seed {int(x.seed)} {_cell(x.reduction_pct, None, x.significant)}"
                        for x in have.itertuples())
+    absent = []
+    if missing:
+        notes = g.loc[~g.index.isin(have.index)]
+        why = notes["note"].fillna("").astype(str) if "note" in notes else pd.Series("", index=notes.index)
+        for reason, seeds in notes.groupby(why, sort=False)["seed"]:
+            on = [int(x) for x in seeds]
+            absent.append(f"no value on seed{'s' if len(on) > 1 else ''} {_seed_range(on)}"
+                          + (f": {reason}" if reason else ""))
     text = (f"On each of the {n} training seed{'s' if n != 1 else ''} alone that {'have' if n != 1 else 'has'} it: "
-            f"{values}" + (f" (no value on seed{'s' if len(missing) > 1 else ''} {_seed_range(missing)})"
-                           if missing else "") + ".")
+            f"{values}" + "".join(f"; {a}" for a in absent) + ".")
     reach = {}
     for v, name in (("preprint_2025_07", "the July value"), ("satml_2026", "the final version's")):
         k = int((have[f"verdict_{v}"] == REPRODUCED).sum())
