@@ -125,3 +125,36 @@ def test_variant_runs_are_compared_cell_by_cell(tmp_path):
     assert rows[0].rstrip(" |").endswith("→ sign and significance")
     assert f"{before + 1} cells agree in sign and significance with the July 2025 preprint (default run: {before})" \
         in text
+
+
+def _seed_rows(values: list[float], july: list[str], final: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({"dataset": "Moon", "metric": "IP", "seed": range(len(values)), "reduction_pct": values,
+                         "significant": True, "verdict_preprint_2025_07": july, "tolerance_preprint_2025_07": 5.0,
+                         "verdict_satml_2026": final, "tolerance_satml_2026": 5.0})
+
+
+def test_each_training_seed_alone_is_counted_against_july_and_final(report):
+    """Issue 25 item 2: a disagreeing cell says, from table1_seeds.csv, its value on each seed alone and how many
+    seeds reach July and the final version; with no seed reaching July it says the gap is not seed variation."""
+    assert "training seed alone" not in _bullet(render_table1_findings(report), "Moon IP")  # no file: no sentence
+    some = ["reproduced"] * 6 + ["partly"] * 4
+    _seed_rows([20.0] * 6 + [-6.0] * 3 + [float("nan")], some, ["reproduced"] * 5 + ["partly"] * 5).to_csv(
+        report / "table1_seeds.csv", index=False)
+    moon = _bullet(render_table1_findings(report), "Moon IP")
+    assert "On each of the 9 training seeds alone that have it: seed 0 20.0\\*; seed 1 20.0\\*" in moon
+    assert "seed 8 -6.0\\*; no value on seed 9." in moon
+    assert "6 of 9 reach the July value (same sign and significance, magnitude within ±5), 5 of 9 reach the final" \
+           in moon
+    assert "The gap to July lies within training-seed variation: 6 of 9 seeds agree with July." in moon
+    rows = _seed_rows([20.0] * 5 + [float("nan")] * 5, ["reproduced"] * 10, ["reproduced"] * 10)
+    rows.loc[5:, "note"] = "no mutability evaluation of Moon (the retrain stage runs only the single experiment)"
+    rows.to_csv(report / "table1_seeds.csv", index=False)
+    moon = _bullet(render_table1_findings(report), "Moon IP")
+    assert ("seed 4 20.0\\*; no value on seeds 5–9: no mutability evaluation of Moon (the retrain stage runs only "
+            "the single experiment). 5 of 5 reach the July value") in moon
+    _seed_rows([-30.0] * 10, ["not reproduced"] * 10, ["not reproduced"] * 9 + ["reproduced"]).to_csv(
+        report / "table1_seeds.csv", index=False)
+    moon = _bullet(render_table1_findings(report), "Moon IP")
+    assert "0 of 10 reach the July value" in moon and "1 of 10 reach the final version's" in moon
+    assert ("No seed reaches the July value: the gap to July is not training-seed variation (the final version's "
+            "value is reached on 1 of 10).") in moon

@@ -102,6 +102,8 @@ def _cmd_report(args) -> int:
     # the folder holds this run's files only, before the claims are judged on it (verdicts.* are rewritten below)
     judged = ("", "_seeds") if args.eval or args.retrain_eval else ("",)  # verdicts_seeds.*: per training seed
     rewritten = {(out / f"verdicts{k}.{s}").resolve() for s in ("csv", "md") for k in judged} if args.claims else set()
+    if args.claims and len(judged) > 1:  # the Table-1 cells per training seed (claims.cell_seeds)
+        rewritten.add((out / "table1_seeds.csv").resolve())
     kept, moved = sweep(out, made | rewritten, args.stages)
     if moved:
         print(f"ignored {len(moved)} file(s) not made by this run (a stage switched off, or an output no longer "
@@ -110,11 +112,12 @@ def _cmd_report(args) -> int:
         from ..report.claims import write_verdicts
 
         with dataset_labels(registered_labels()):
-            seeds = _seed_verdicts(args, out)
-            write_verdicts(args.claims, out, seeds=seeds)
+            seeds, cells = _seed_verdicts(args, out)
+            write_verdicts(args.claims, out, seeds=seeds, cells=cells)
         written["verdicts"] = "verdicts.csv"
         if seeds is not None:
             written["verdicts_seeds"] = "verdicts_seeds.csv"
+            written["table1_seeds"] = "table1_seeds.csv"
     index = json.loads((out / "index.json").read_text()) if (out / "index.json").exists() else {}
     index["run"] = {"stages": args.stages, "files": sorted({*kept, *(p.name for p in rewritten)}),
                     "moved_aside": moved, "mixed": versions["mixed"]}
@@ -161,20 +164,24 @@ def _write_tables(args, out, published, versions, write_report, write_extras, wr
 
 def _seed_verdicts(args, out: Path):
     """The claims judged once per training seed (:mod:`ctbench.report.claims.seeds`) on the ``--eval`` and
-    ``--retrain-eval`` files, robustness, attribution and training times; None without evaluation files. The extra
-    seeds of ``--retrain-eval`` reach these shares only, never the pooled tables."""
+    ``--retrain-eval`` files, robustness, attribution and training times, and the Table-1 cells per seed
+    (``table1_seeds.csv``); (None, None) without evaluation files. The extra seeds of ``--retrain-eval`` reach
+    these only, never the pooled tables."""
     if not (args.eval or args.retrain_eval):
-        return None
+        return None, None
     import pandas as pd
 
+    from ..report.claims.cell_seeds import cell_frame
     from ..report.claims.seeds import seed_verdicts
     from ..report.settings import report_settings
 
     tt = out / "training_time.csv"
-    return seed_verdicts(args.claims, evaluations=args.eval or [], retrain=args.retrain_eval or [],
+    cells: list = []
+    long = seed_verdicts(args.claims, cells, evaluations=args.eval or [], retrain=args.retrain_eval or [],
                          robustness=args.robustness or [], attribution=args.attribution or [],
                          training_time=pd.read_csv(tt) if tt.is_file() else None,
                          settings=report_settings({"ip_star_nan_groups": args.ip_star_nan_groups}))
+    return long, cell_frame(cells)
 
 
 def _data_sources(models: list[str]) -> dict[str, tuple[str, str]]:

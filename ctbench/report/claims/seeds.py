@@ -26,7 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .cell_seeds import cell_row
 from .schema import load_claims
+from .seed_gaps import NOT_JUDGED, mark_gaps, write_coverage
 from .shares import (
     HANGS,
     JUDGED,
@@ -43,6 +45,8 @@ from .shares import (
 #: the per-seed tables (those whose inputs carry a training seed); other files are not split
 SEED_FILES = ("table1.csv", "table3.csv", "appendix_ci.csv", "appendix_cost_unconstrained.csv", "performance.csv",
               "robustness.csv", "table2.csv", "training_time.csv")
+#: the experiments the per-seed tables are made of (what a seed lacks of others is counted among these only)
+SEED_EXPERIMENTS = ("single", "mutability")
 _NAME_SEED = re.compile(r"_s(\d+)\.")
 
 
@@ -118,7 +122,7 @@ def _evaluation_seed_tables(files: list[Path], seed: int, folder: Path, settings
     from ...evaluation.files import read_evaluations
     from ..tables.paper_tables import EVAL_KEYS, cost_table_unconstrained, performance_table, table1, table3
 
-    evals = read_evaluations(files, (*EVAL_KEYS, "ip", "ip_star", "cost"), experiments=("single", "mutability"))
+    evals = read_evaluations(files, (*EVAL_KEYS, "ip", "ip_star", "cost"), experiments=SEED_EXPERIMENTS)
     if not evals.empty and "seed" in evals:
         evals = evals[pd.to_numeric(evals["seed"], errors="coerce") == seed].reset_index(drop=True)
     if not evals.empty:
@@ -159,6 +163,7 @@ def seed_reports(root: str | Path, *, evaluations: Iterable[str | Path] = (),
         found = read_evaluations(pooled, ("seed", "dataset", "experiment", "model"))
         for s in pd.to_numeric(found.get("seed", pd.Series(dtype=float)), errors="coerce").dropna().unique():
             evals.setdefault(int(s), [])
+    retrain_files = set(map(Path, retrain))
     rob, _ = _by_seed(robustness)
     att, _ = _by_seed(attribution)
     seeds = set(evals) | set(rob) | set(att)
@@ -171,6 +176,9 @@ def seed_reports(root: str | Path, *, evaluations: Iterable[str | Path] = (),
         folder.mkdir(parents=True, exist_ok=True)
         if seed in evals or pooled:
             _evaluation_seed_tables([*evals.get(seed, []), *pooled], seed, folder, settings)
+            mine = (found[pd.to_numeric(found["seed"], errors="coerce") == seed]
+                    if pooled and "seed" in found else None)
+            write_coverage(folder, evals.get(seed, []), retrain_files, mine, SEED_EXPERIMENTS)
         if rob.get(seed):
             _write(read_frames(rob[seed], "robustness file", ("dataset", "model")), folder, "robustness.csv")
         if att.get(seed):
@@ -198,9 +206,12 @@ def split_times(training_time: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def judge_seeds(claims_yaml: str | Path, folders: dict[int, Path]) -> pd.DataFrame:
+def judge_seeds(claims_yaml: str | Path, folders: dict[int, Path],
+                cells: list[dict[str, Any]] | None = None) -> pd.DataFrame:
     """Every claim judged on every seed's folder, with the pooled verdict's rule: one row per (claim, seed) whose
-    file that seed has (``claim, seed, verdict, ours, note, file``)."""
+    file that seed has (``claim, seed, verdict, ours, note, file``); a claim the seed lacks the inputs of is
+    :data:`~.seed_gaps.NOT_JUDGED` with the reason. ``cells``: when given, gets one row per Table-1 cell claim and
+    seed (:func:`.cell_seeds.cell_row`: the seed's value and its verdict against July and the final version)."""
     from . import evaluate_claim
 
     claims = load_claims(claims_yaml)
@@ -218,16 +229,21 @@ def judge_seeds(claims_yaml: str | Path, folders: dict[int, Path]) -> pd.DataFra
                     note = SHARED_TIME
             rows.append({"claim": c.id, "seed": int(seed), "verdict": r["verdict"], "ours": r["ours"],
                          "note": note, "file": c.file})
-    return pd.DataFrame(rows, columns=["claim", "seed", "verdict", "ours", "note", "file"])
+            cell = cell_row(c, seed, cache.get((c.file, False)), r) if cells is not None else None
+            if cell is not None:
+                cells.append(cell)
+    long = pd.DataFrame(rows, columns=["claim", "seed", "verdict", "ours", "note", "file"])
+    return mark_gaps(long, {c.id: c for c in claims}, folders, cells)
 
 
-def seed_verdicts(claims_yaml: str | Path, **inputs: Any) -> pd.DataFrame:
+def seed_verdicts(claims_yaml: str | Path, cells: list[dict[str, Any]] | None = None, **inputs: Any) -> pd.DataFrame:
     """:func:`seed_reports` into a temporary folder, then :func:`judge_seeds` (the per-seed tables are not kept:
-    they are the pooled tables' inputs cut by seed)."""
+    they are the pooled tables' inputs cut by seed; ``cells`` gets the Table-1 cells per seed)."""
     with tempfile.TemporaryDirectory(prefix="ctbench_seeds_") as tmp:
-        return judge_seeds(claims_yaml, seed_reports(tmp, **inputs))
+        return judge_seeds(claims_yaml, seed_reports(tmp, **inputs), cells)
 
 
-__all__ = ["HANGS", "JUDGED", "NEVER", "ROBUST", "ROBUST_SHARE", "SEED_COLUMNS", "SEED_FILES", "SHARED_TIME",
+__all__ = ["HANGS", "JUDGED", "NEVER", "NOT_JUDGED", "ROBUST", "ROBUST_SHARE", "SEED_COLUMNS", "SEED_FILES",
+           "SHARED_TIME",
            "check_seed_inputs", "file_seed", "judge_seeds", "robustness_label", "seed_reports", "seed_shares",
            "seed_verdicts", "split_times", "with_seed_shares"]

@@ -19,6 +19,9 @@ ROBUST_SHARE = 0.8
 ROBUST, HANGS, NEVER = "robust", "hangs on the seed", "holds on no seed"
 #: verdicts that count as judged on a seed (not computable / not yet run are not)
 JUDGED = (REPRODUCED, PARTLY, NOT_REPRODUCED)
+#: a seed that lacks the claim's inputs (another dataset or experiment than the seeds that judged it: the retrain
+#: stage's seeds have no MNIST model); the note says which (:mod:`.seed_gaps`); not counted as judged
+NOT_JUDGED = "not judged"
 SEED_COLUMNS = ["seed_share", "seeds_held", "seed_robustness", "seed_note"]
 #: why a per-seed training time is left out (members of one population read its wall time divided by its size)
 SHARED_TIME = ("not judged per seed: the training seeds of a model share one measured time (one population's wall "
@@ -48,12 +51,18 @@ def seed_shares(long: pd.DataFrame) -> pd.DataFrame:
         share = len(held) / len(judged) if len(judged) else float("nan")
         parts = []
         for v in dict.fromkeys(g["verdict"]):
+            if v == NOT_JUDGED and "note" in g:  # seeds without the claim's inputs: one part per reason
+                for why, on in g[g["verdict"] == v].groupby("note", sort=False)["seed"]:
+                    reason = str(why).removeprefix(f"{NOT_JUDGED}: ")
+                    parts.append(f"{v} on seed{'s' if len(on) > 1 else ''} {_seed_list(on)}: {reason}")
+                continue
             on = g.loc[g["verdict"] == v, "seed"]
             parts.append(f"{v} on seed{'s' if len(on) > 1 else ''} {_seed_list(on)}")
         note = "per training seed: " + "; ".join(parts)
-        if judged.empty and "note" in g:  # no seed could judge it: say why
-            why = list(dict.fromkeys(str(n) for n in g["note"] if str(n)))
-            note = why[0] if why == [SHARED_TIME] else f"{note} ({'; '.join(why)})"
+        if judged.empty and "note" in g:  # no seed could judge it: say why (the not-judged reasons are said above)
+            why = list(dict.fromkeys(str(n) for n, v in zip(g["note"], g["verdict"], strict=True)
+                                     if str(n) and v != NOT_JUDGED))
+            note = why[0] if why == [SHARED_TIME] else f"{note} ({'; '.join(why)})" if why else note
         rows[cid] = {"seed_share": share,
                      "seeds_held": f"{len(held)} of {len(judged)}" if len(judged) else "",
                      "seed_robustness": robustness_label(share), "seed_note": note}
@@ -73,5 +82,6 @@ def with_seed_shares(verdicts: pd.DataFrame, long: pd.DataFrame | None) -> pd.Da
     return out[[*cols[:at], *SEED_COLUMNS, *cols[at:]]]
 
 
-__all__ = ["HANGS", "JUDGED", "NEVER", "ROBUST", "ROBUST_SHARE", "SEED_COLUMNS", "SHARED_TIME", "robustness_label",
+__all__ = ["HANGS", "JUDGED", "NEVER", "NOT_JUDGED", "ROBUST", "ROBUST_SHARE", "SEED_COLUMNS", "SHARED_TIME",
+           "robustness_label",
            "seed_shares", "with_seed_shares"]

@@ -7,7 +7,9 @@ Two renderers, each included by ``paper/discrepancies.md``:
   (``table1.csv``, ``table1_agreement.csv``, ``table3.csv``, ``table3_agreement.csv``), and for each cell that does
   not agree with the July 2025 preprint the facts that bear on it: the value per training seed, the seed-level
   interval, seeds whose model trained worse than the dataset's best seed (``performance_seeds.csv``), CT's accuracy
-  gap to BL, CT's validity against the published one, and whether the authors' own versions agree with each other.
+  gap to BL, CT's validity against the published one, whether the authors' own versions agree with each other, and
+  the cell on each training seed alone with the number of seeds that reach July and the final version
+  (``table1_seeds.csv``, :func:`seed_agreement`).
 * :func:`render_switch_findings` — what each fidelity switch does to the cells it touches
   (``fidelity_effects.csv``), with the published July value beside and a count of the cells that agree with July under
   each setting.
@@ -25,6 +27,8 @@ import pandas as pd
 
 from ...experiments.fidelity_switches import SWITCHES
 from ...facts import VERSION_LABELS
+from ..claims.cell_seeds import CELL_SEEDS_FILE
+from ..claims.schema import REPRODUCED
 from ..common import dataset_label, read_report_csv
 from ..tables.table1 import AGREE, PRIMARY, agreement, published_versions
 
@@ -152,6 +156,7 @@ def render_table1_findings(report: str | Path) -> str:
     if t1 is None or agr is None:
         return "*Table 1 has not been computed for this result set.*\n"
     perf, mean_perf, t3 = facts_inputs(report)
+    per_seed = read_report_csv(report, CELL_SEEDS_FILE)
     n_seeds = int(t1["n_seeds"].max()) if "n_seeds" in t1 and t1["n_seeds"].notna().any() else 1
     lines = [f"The result set has {n_seeds} training seed{'s' if n_seeds != 1 else ''} per model. " + _counts(agr)
              + " " + _table3(report), ""]
@@ -168,8 +173,57 @@ def render_table1_findings(report: str | Path) -> str:
                 f"{_cell(r[f'{v07}_reduction_pct'], r[f'{v07}_pm'], r[f'{v07}_significant'])}, final "
                 f"{_cell(r[f'{vfin}_reduction_pct'], r[f'{vfin}_pm'], r[f'{vfin}_significant'])}.")
         facts = cell_facts(r, perf, mean_perf, t3)
-        lines.append(head + (" " + "; ".join(facts) + "." if facts else ""))
+        seeds = seed_agreement(per_seed, r["dataset"], r["metric"])
+        lines.append(head + (" " + "; ".join(facts) + "." if facts else "") + (" " + seeds if seeds else ""))
     return "\n".join(lines) + "\n"
+
+
+def _seed_range(seeds: list[int]) -> str:
+    return (f"{seeds[0]}–{seeds[-1]}" if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1))
+            else _join([str(s) for s in seeds]))
+
+
+def seed_agreement(per_seed: pd.DataFrame | None, dataset: str, metric: str) -> str:
+    """The cell on each training seed alone (``table1_seeds.csv``), how many seeds reach the July value and how
+    many the final version's (the ledger's cell rule: same sign and significance, magnitude within the tolerance),
+    and whether the gap to July lies within training-seed variation; '' when the file has no row for the cell."""
+    if per_seed is None:
+        return ""
+    g = per_seed[(per_seed["dataset"] == dataset) & (per_seed["metric"] == metric)].sort_values("seed")
+    if not len(g):
+        return ""
+    have = g[pd.to_numeric(g["reduction_pct"], errors="coerce").notna()]
+    missing = [int(s) for s in g.loc[~g.index.isin(have.index), "seed"]]
+    n = len(have)
+    if not n:
+        return f"No training seed alone has a value for this cell (seeds {_seed_range(missing)})."
+    values = "; ".join(f"seed {int(x.seed)} {_cell(x.reduction_pct, None, x.significant)}"
+                       for x in have.itertuples())
+    absent = []
+    if missing:
+        notes = g.loc[~g.index.isin(have.index)]
+        why = notes["note"].fillna("").astype(str) if "note" in notes else pd.Series("", index=notes.index)
+        for reason, seeds in notes.groupby(why, sort=False)["seed"]:
+            on = [int(x) for x in seeds]
+            absent.append(f"no value on seed{'s' if len(on) > 1 else ''} {_seed_range(on)}"
+                          + (f": {reason}" if reason else ""))
+    text = (f"On each of the {n} training seed{'s' if n != 1 else ''} alone that {'have' if n != 1 else 'has'} it: "
+            f"{values}" + "".join(f"; {a}" for a in absent) + ".")
+    reach = {}
+    for v, name in (("preprint_2025_07", "the July value"), ("satml_2026", "the final version's")):
+        k = int((have[f"verdict_{v}"] == REPRODUCED).sum())
+        tol = pd.to_numeric(have[f"tolerance_{v}"], errors="coerce").dropna()
+        reach[v] = k
+        text += (f" {k} of {n} reach {name}" + (f" (same sign and significance, magnitude within ±{tol.iloc[0]:g})"
+                                                 if len(tol) else "") + ("," if v == "preprint_2025_07" else "."))
+    k = reach["preprint_2025_07"]
+    if k == 0:
+        text += (" No seed reaches the July value: the gap to July is not training-seed variation"
+                 + (f" (the final version's value is reached on {reach['satml_2026']} of {n})."
+                    if reach["satml_2026"] else "; nor does any seed reach the final version's."))
+    else:
+        text += f" The gap to July lies within training-seed variation: {k} of {n} seeds agree with July."
+    return text
 
 
 def facts_inputs(report: Path) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
