@@ -22,10 +22,12 @@ from ctbench.report.claims.seeds import (
     SEED_COLUMNS,
     SHARED_TIME,
     file_seed,
+    judge_seeds,
     seed_shares,
     split_times,
     with_seed_shares,
 )
+from ctbench.report.claims.shares import NOT_JUDGED
 
 #: IP reduction (%) of each training seed's CT model. LS (July 29.05 ± 0.67, starred; tolerance ± 5): seeds 0-4
 #: pool to 29 (reproduced) but only 0, 1, 4 and 9 lie within ± 5 alone. Circ (July 56.29): four seeds at the
@@ -160,7 +162,31 @@ def test_a_population_shared_time_is_not_judged_per_seed():
     out = split_times(tt)
     assert out["train_seconds"].iloc[:3].isna().all() and out["train_seconds"].iloc[3:].tolist() == [0.5, 0.6, 0.7]
     assert out["grad_evals"].tolist() == tt["grad_evals"].tolist()
-    long = pd.DataFrame({"claim": "t", "seed": [0, 1], "verdict": "not yet run", "ours": "", "note": SHARED_TIME})
+    long = pd.DataFrame({"claim": "t", "seed": [0, 1], "verdict": NOT_JUDGED, "ours": "", "note": SHARED_TIME})
+    shares = seed_shares(long).loc["t"]
+    assert shares["seed_note"] == SHARED_TIME and shares["seeds_held"] == ""
+
+
+def test_a_claim_on_a_shared_time_is_not_judged_on_each_seed_not_not_yet_run(tmp_path):
+    """It ran: its seeds were not timed apart, so each seed is 'not judged' (never 'not yet run')."""
+    import yaml
+
+    claim = {"id": "t", "text": "CT slower", "source": "F.1.2", "rule": "relation", "file": "training_time.csv",
+             "over": {"dataset": ["LS"]}, "left": {"select": {"objective": "full"}, "column": "train_seconds"},
+             "right": {"select": {"objective": "vanilla"}, "column": "train_seconds"}, "op": ">",
+             "must_differ": ["train_seconds"], "published": "CT slower"}
+    (tmp_path / "claims.yaml").write_text(yaml.safe_dump({"claims": [claim]}))
+    pooled = split_times(pd.DataFrame({"dataset": "LS", "objective": ["full"] * 2 + ["vanilla"] * 2,
+                                       "experiment": "single", "model": "mlp", "seed": [0, 1] * 2,
+                                       "train_seconds": [1.5, 1.5, 0.5, 0.6]}))   # CT: one population's time
+    folders = {}
+    for seed in (0, 1):
+        f = tmp_path / f"s{seed}"
+        f.mkdir()
+        pooled[pooled["seed"] == seed].to_csv(f / "training_time.csv", index=False)
+        folders[seed] = f
+    long = judge_seeds(tmp_path / "claims.yaml", folders)
+    assert long["verdict"].tolist() == [NOT_JUDGED, NOT_JUDGED] and (long["note"] == SHARED_TIME).all()
     assert seed_shares(long).loc["t", "seed_note"] == SHARED_TIME
 
 

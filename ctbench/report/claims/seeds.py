@@ -222,12 +222,12 @@ def judge_seeds(claims_yaml: str | Path, folders: dict[int, Path],
             if c.file not in SEED_FILES or not (Path(folder) / c.file).exists():
                 continue
             r = evaluate_claim(c, folder, cache)
-            note = r["note"]
-            if c.file == "training_time.csv" and r["verdict"] not in JUDGED:
+            note, verdict = r["note"], r["verdict"]
+            if c.file == "training_time.csv" and verdict not in JUDGED:
                 times = pd.read_csv(Path(folder) / c.file)
                 if "train_seconds" in times and times["train_seconds"].isna().any():
-                    note = SHARED_TIME
-            rows.append({"claim": c.id, "seed": int(seed), "verdict": r["verdict"], "ours": r["ours"],
+                    note, verdict = SHARED_TIME, NOT_JUDGED  # ran, but its seeds were not timed apart
+            rows.append({"claim": c.id, "seed": int(seed), "verdict": verdict, "ours": r["ours"],
                          "note": note, "file": c.file})
             cell = cell_row(c, seed, cache.get((c.file, False)), r) if cells is not None else None
             if cell is not None:

@@ -53,6 +53,8 @@ def seed_shares(long: pd.DataFrame) -> pd.DataFrame:
         for v in dict.fromkeys(g["verdict"]):
             if v == NOT_JUDGED and "note" in g:  # seeds without the claim's inputs: one part per reason
                 for why, on in g[g["verdict"] == v].groupby("note", sort=False)["seed"]:
+                    if why == SHARED_TIME:  # the same for every seed of the claim: said once, below
+                        continue
                     reason = str(why).removeprefix(f"{NOT_JUDGED}: ")
                     parts.append(f"{v} on seed{'s' if len(on) > 1 else ''} {_seed_list(on)}: {reason}")
                 continue
@@ -61,7 +63,7 @@ def seed_shares(long: pd.DataFrame) -> pd.DataFrame:
         note = "per training seed: " + "; ".join(parts)
         if judged.empty and "note" in g:  # no seed could judge it: say why (the not-judged reasons are said above)
             why = list(dict.fromkeys(str(n) for n, v in zip(g["note"], g["verdict"], strict=True)
-                                     if str(n) and v != NOT_JUDGED))
+                                     if str(n) and (v != NOT_JUDGED or n == SHARED_TIME)))
             note = why[0] if why == [SHARED_TIME] else f"{note} ({'; '.join(why)})" if why else note
         rows[cid] = {"seed_share": share,
                      "seeds_held": f"{len(held)} of {len(judged)}" if len(judged) else "",
