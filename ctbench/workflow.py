@@ -60,11 +60,15 @@ def _retrain(planner: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
     return plan
 
 
-def _lenet(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """The LeNet jobs (:mod:`ctbench.experiments.lenet`; no command imports it: not a stage of STAGES)."""
-    from .experiments import lenet
+def _lenet(planner: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    """A planner of :mod:`ctbench.experiments.lenet` (no command imports it: not a stage of STAGES)."""
 
-    return lenet.jobs(config)
+    def plan(config: dict[str, Any]) -> list[dict[str, Any]]:
+        from .experiments import lenet
+
+        return getattr(lenet, planner)(config)
+
+    return plan
 
 
 #: job kind → (planner, the wildcards that name one job). A kind that is a result template of
@@ -83,7 +87,8 @@ PLANS: dict[str, tuple[Callable[[dict[str, Any]], list[dict[str, Any]]], tuple[s
     "prop31": (_stage("prop31"), ()),
     "retrain_final": (_retrain("train_jobs"), ("dataset",)),
     "retrain_evaluation": (_retrain("evaluation_jobs"), ("experiment", "dataset", "seed")),
-    "lenet": (_lenet, ("dataset", "objective", "seed")),
+    "lenet": (_lenet("jobs"), ("dataset", "objective", "seed")),
+    "lenet_evaluation": (_lenet("evaluation_jobs"), ("experiment", "dataset", "seed")),
 }
 
 

@@ -157,6 +157,7 @@ def test_includes_from_a_report(tmp_path):
     assert "grids/tune_ls.csv" in out["grids"].read_text()
     figs = out["paper_figures"].read_text()
     assert "/_generated/report/figure1.png" in figs and "Not yet run in this profile: `mnist_attribution.png`" in figs
+    assert "appendix's mutability figure (`app_mtblty.svg`" in figs          # Figure 1 (b)/(d) is the appendix figure
     assert "**MNIST.**\n\n```{note}" in figs and not re.search(r"\S[^\n]*```", figs)   # fences open a line
     assert "total" in out["benchmarks"].read_text()
     prov = out["provenance"].read_text()

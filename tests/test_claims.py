@@ -183,6 +183,31 @@ def test_relation_with_aggregated_sides_and_min_share(tmp_path):
     assert v["verdict"] == REPRODUCED and "2 of 3" in v["note"]
 
 
+@pytest.mark.parametrize(("ct_seconds", "expected"), [
+    (2400.0, REPRODUCED),       # 2.7x: inside the stated 2-3x
+    (9000.0, PARTLY),           # 10x: longer, as stated, but beyond the range's upper end
+    (1500.0, NOT_REPRODUCED),   # 1.7x: below the lower end
+])
+def test_relation_with_an_upper_end(tmp_path, ct_seconds, expected):
+    """`upper` (lenet_training_time: "30-45 minutes against 15", 2-3x): the direction alone is not the claim."""
+    report = tmp_path / "report"
+    report.mkdir()
+    pd.DataFrame({"model": ["lenet"] * 2, "dataset": ["MNIST"] * 2, "objective": ["full", "vanilla"],
+                  "train_seconds": [ct_seconds, 900.0]}).to_csv(report / "training_time.csv", index=False)
+    claim = {"id": "cnn", "text": "CT 2-3x BL", "source": "F.1.2", "rule": "relation", "file": "training_time.csv",
+             "select": {"model": "lenet"}, "over": {"dataset": ["MNIST"]},
+             "left": {"select": {"objective": "full"}, "column": "train_seconds", "agg": "mean"},
+             "right": {"select": {"objective": "vanilla"}, "column": "train_seconds", "agg": "mean", "scale": 2.0},
+             "upper": {"select": {"objective": "vanilla"}, "column": "train_seconds", "agg": "mean", "scale": 3.0},
+             "op": ">", "tolerance": {"abs": 0.0}, "published": "2-3x"}
+    v = _verdict(tmp_path, [claim], report).loc["cnn"]
+    assert v["verdict"] == expected
+    assert ("upper end" in v["note"]) == (expected == PARTLY)
+    claim["op"] = "<"
+    with pytest.raises(ClaimsError, match="upper"):
+        evaluate_claims(_write_claims(tmp_path, [claim]), report)
+
+
 @pytest.mark.parametrize(("rows", "expected"), [
     ([("LS", 30.0, True), ("Circ", 50.0, True)], REPRODUCED),
     ([("LS", 30.0, True), ("Circ", 50.0, False)], PARTLY),         # a reduction without the star does not count
@@ -693,3 +718,42 @@ def test_new_claims_of_issue_24_are_in_the_ledger():
                    "mnist_low_reg_plausibility", "f1_grid_synthetic"):
         assert needed in ids
     assert len(ids) >= 75
+
+
+def _lenet_report(tmp_path: Path, rows: list[dict]) -> Path:
+    """A hand-made table1_lenet.csv (the lenet stage's LeNet cells): MNIST rows with Table 1's columns."""
+    report = tmp_path / "report"
+    report.mkdir(exist_ok=True)
+    base = {"model": "LeNet", "dataset": "MNIST", "pm": 1.0, "seed_mean": float("nan"), "seed_lb": float("nan"),
+            "seed_ub": float("nan"), "seed_significant": None, "flag": ""}
+    pd.DataFrame([{**base, **r} for r in rows]).to_csv(report / "table1_lenet.csv", index=False)
+    return report
+
+
+@pytest.mark.parametrize(("ip", "ipstar", "cost", "expected"), [
+    # the paper's MLP on MNIST: IP 7.05* (final 6.36*), IP* -25.09 n.s. (final -70.31 n.s.), unconstrained cost
+    # -31.67 (final -40.71*)
+    ((8.0, True), (-20.0, False), (-35.0, True), (REPRODUCED, REPRODUCED, REPRODUCED)),
+    ((-5.0, True), (15.0, False), (12.0, True), (NOT_REPRODUCED, NOT_REPRODUCED, NOT_REPRODUCED)),  # signs flip
+    ((30.0, True), (-20.0, True), (-60.0, True), (PARTLY, PARTLY, PARTLY)),  # magnitude off / star gained
+])
+def test_lenet_claims_are_judged_against_the_mlps_mnist_cells(tmp_path, ip, ipstar, cost, expected):
+    """Beyond the paper: each LeNet claim fails on a LeNet cell that contradicts the paper's MLP MNIST value."""
+    report = _lenet_report(tmp_path, [
+        {"metric": "IP", "reduction_pct": ip[0], "significant": ip[1]},
+        {"metric": "IP*", "reduction_pct": ipstar[0], "significant": ipstar[1]},
+        {"metric": "Cost (unconstrained)", "reduction_pct": cost[0], "significant": cost[1]}])
+    v = evaluate_claims(ROOT / "claims.yaml", report).set_index("claim")
+    got = tuple(v.loc[c, "verdict"] for c in ("lenet_ip_mnist", "lenet_ipstar_mnist", "lenet_cost_unconstrained_mnist"))
+    assert got == expected
+    assert v.loc["lenet_ip_mnist", "published"] == "7.05*"   # the MLP's July cell
+    assert v.loc["lenet_cost_unconstrained_mnist", "published"] == "-31.67"
+    for c in ("lenet_ip_mnist", "lenet_ipstar_mnist", "lenet_cost_unconstrained_mnist"):
+        assert "beyond the paper" in v.loc[c, "source"] and "F.1.2" in v.loc[c, "source"]
+
+
+def test_lenet_claims_are_not_yet_run_while_the_stage_is_off(tmp_path):
+    report = _table1(tmp_path, [("MNIST", "IP", 6.5, 1.3, True)])  # the MLP's table only: no table1_lenet.csv
+    v = evaluate_claims(ROOT / "claims.yaml", report).set_index("claim")
+    for c in ("lenet_ip_mnist", "lenet_ipstar_mnist", "lenet_cost_unconstrained_mnist"):
+        assert v.loc[c, "verdict"] == NOT_YET_RUN and "table1_lenet.csv not in the report" in v.loc[c, "note"]

@@ -134,10 +134,11 @@ def test_plan_script_reads_every_job_of_a_dry_run(tmp_path):
 
     jobs = plan(ROOT, "smoke", str(tmp_path / "res"))
     parsed = [yaml.safe_load(j) for j in jobs]
-    # 33 + stage_times + the retrain stage (one training job, one evaluation)
-    assert len(parsed) == 36 and [j["rule"] for j in parsed].count("all") == 1
+    # 33 + stage_times + the retrain stage (one training job, one evaluation) + Black et al.'s Figures 1 and 2
+    assert len(parsed) == 38 and [j["rule"] for j in parsed].count("all") == 1
     assert all(j["output"] and "shell" in j for j in parsed if j["rule"] != "all")
-    assert {j["rule"] for j in parsed} >= {"data", "train_final", "evaluate", "report", "book", "tune_select"}
+    assert {j["rule"] for j in parsed} >= {"data", "train_final", "evaluate", "report", "book", "tune_select",
+                                           "black_figure1", "black_figure2"}
     assert diff(jobs, jobs) == ([], []) and diff(jobs, jobs[1:]) == ([jobs[0]], [])
 
 

@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -73,3 +75,126 @@ def test_a_lenet_model_gives_a_lenet_row_of_training_time(tmp_path, monkeypatch)
     assert list(tt["dataset"]) == ["MNIST", "MNIST"] and (tt["train_seconds"] > 0).all()
     assert tt["train_seconds"].nunique() == 2
     assert json.loads(Path(sidecars[0]).read_text())["model_spec"]["type"] == "lenet"
+
+
+def test_the_evaluation_is_the_single_mnist_evaluation_of_the_lenet_pair():
+    """Same protocol as the MLPs' MNIST evaluation (the evaluation planner's job), the LeNet files as models, its
+    own file outside facts.PATHS; none while the stage is off."""
+    from ctbench.experiments.evaluation import jobs as evaluation_jobs
+
+    cfg = {**PAPER, "lenet": {"enabled": True, "datasets": None, "seed": 0, "epochs": None}}
+    w = Workflow(cfg)
+    (job,) = w.jobs("lenet_evaluation")
+    mlp = next(j for j in evaluation_jobs(cfg) if (j["experiment"], j["dataset"], j["seed"]) == ("single", "mnist", 0))
+    assert {k: v for k, v in job.items() if k not in ("models", "out")} == {k: v for k, v in mlp.items()
+                                                                             if k != "models"}
+    assert job["settings"] == {"n_runs": 100, "lambdas": [0.1, 0.5, 1.0, 5.0, 10.0], "seed": 0, "n_individuals": 25}
+    assert list(job["models"]) == list(mlp["models"]) == ["full", "vanilla"]  # the names key the random streams
+    trained = {j["objective"]: j["out"] for j in w.jobs("lenet")}
+    assert job["models"] == trained
+    assert job["out"] == w.path("lenet_evaluation", experiment="single", dataset="mnist", seed=0)
+    assert w.job("lenet_evaluation", {"experiment": "single", "dataset": "mnist", "seed": "0"}) is job
+    assert "lenet_evaluation" not in facts.PATHS
+    assert lenet.evaluation_jobs({**cfg, "lenet": {"enabled": True, "seed": 4}})[0]["models"]["full"].endswith(
+        "full_s4.pt")
+    assert lenet.evaluation_jobs({**cfg, "lenet": {"enabled": False}}) == []
+
+
+def _evaluation_rows(ct_factor: float, n_runs: int = 6) -> pd.DataFrame:
+    """Rows of one LeNet pair's single evaluation: BL's metrics ≈ 10, CT's = factor × BL's."""
+    g = np.random.default_rng(0)
+    rows = []
+    for run in range(n_runs):
+        for lam in (0.5, 5.0):
+            for _ in range(4):
+                base = 10 + g.normal(0, 0.1)
+                for obj, mult in (("vanilla", 1.0), ("full", ct_factor)):
+                    v = base * mult
+                    rows.append({"dataset": "mnist", "experiment": "single", "seed": 0, "model": obj, "run": run,
+                                 "lambda_energy": lam, "objective": obj, "valid": True, "ip": v, "ip_star": v / 100,
+                                 "cost": v})
+    return pd.DataFrame(rows)
+
+
+def test_the_lenet_table_is_table_1s_recipe_beside_the_mlps_cells(tmp_path):
+    from ctbench.report.tables.lenet_table import NOTE, write_lenet_table
+    from ctbench.report.tables.paper_tables import PUBLISHED_DIR
+    from ctbench.report.tables.table1 import table1
+
+    rows = _evaluation_rows(0.8)
+    rows.to_csv(tmp_path / "lenet.csv", index=False)
+    out = tmp_path / "report"
+    out.mkdir()
+    mlp = pd.DataFrame([{"dataset": "MNIST", "metric": m, "reduction_pct": v, "pm": 1.0, "significant": True}
+                        for m, v in (("IP", 6.5), ("IP*", -21.0), ("Cost", -36.5))])
+    mlp.to_csv(out / "table1.csv", index=False)
+    mlp[mlp["metric"] == "Cost"].assign(reduction_pct=-35.9).to_csv(out / "appendix_cost_unconstrained.csv",
+                                                                    index=False)
+    written = {"table1": {}, "appendix_cost_unconstrained": {}}
+    added = write_lenet_table(out, [tmp_path / "lenet.csv"], written, PUBLISHED_DIR)
+    assert added["table1_lenet"]["csv"] == "table1_lenet.csv"
+    t = pd.read_csv(out / "table1_lenet.csv").set_index("metric")
+    assert list(t.index) == ["IP", "IP*", "Cost (unconstrained)"] and set(t["model"]) == {"LeNet"}
+    ref = table1(rows.assign(dataset="MNIST")).query("dataset == 'MNIST'").set_index("metric")
+    for m in ("IP", "IP*"):
+        assert t.loc[m, "reduction_pct"] == pytest.approx(ref.loc[m, "reduction_pct"], rel=1e-12)
+        assert t.loc[m, "pm"] == pytest.approx(ref.loc[m, "pm"], rel=1e-12)
+    assert t.loc["IP", "reduction_pct"] == pytest.approx(20.0, abs=0.5)
+    # our MLP's cell of the same metric (the unconstrained cost from the appendix table, not Table 1's constrained)
+    assert list(t["mlp_reduction_pct"]) == [6.5, -21.0, -35.9]
+    # the paper's MLP values: Table 1's IP and IP*, the appendix's unconstrained cost (July; final with its star)
+    assert list(t["preprint_2025_07_reduction_pct"]) == [7.05, -25.09, -31.67]
+    assert list(t["satml_2026_reduction_pct"]) == [6.36, -70.31, -40.71]
+    assert t.loc["IP", "preprint_2025_07_agreement"] == "sign and significance"
+    assert t.loc["Cost (unconstrained)", "preprint_2025_07_agreement"] == "disagrees"  # CT 20% cheaper, MLP dearer
+    assert (t["note"] == NOTE).all() and "beyond the paper" in NOTE
+    # an MLP table this run did not write (a stale file) is not read
+    write_lenet_table(out, [tmp_path / "lenet.csv"], {}, PUBLISHED_DIR)
+    assert pd.read_csv(out / "table1_lenet.csv")["mlp_reduction_pct"].isna().all()
+    assert write_lenet_table(out, [], written, PUBLISHED_DIR) == {}
+
+
+def test_the_book_shows_the_lenet_rows_or_says_they_did_not_run(tmp_path):
+    from ctbench.report.book.table_pages import render_table1_lenet
+
+    assert "Not yet run in this profile: `table1_lenet.csv`" in render_table1_lenet(tmp_path)
+    pd.DataFrame([{"model": "LeNet", "dataset": "MNIST", "metric": "IP", "reduction_pct": 12.5, "pm": 1.5,
+                   "significant": True, "mlp_reduction_pct": 6.51, "mlp_pm": 1.33, "mlp_significant": True,
+                   "preprint_2025_07_reduction_pct": 7.05, "preprint_2025_07_pm": 1.8,
+                   "preprint_2025_07_significant": True, "preprint_2025_07_agreement": "sign and significance",
+                   "satml_2026_reduction_pct": 6.36, "satml_2026_pm": 1.7, "satml_2026_significant": True,
+                   "flag": ""}]).to_csv(tmp_path / "table1_lenet.csv", index=False)
+    text = render_table1_lenet(tmp_path)
+    assert "Beyond the paper" in text
+    assert "| MNIST | IP | 12.50\u00a0±\u00a01.50\\* | 6.51\u00a0±\u00a01.33\\* |" in text
+    assert "7.05\u00a0±\u00a01.80\\*" in text and "sign and significance" in text
+
+
+@pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="the MNIST files are not in CTBENCH_DATA")
+def test_report_lenet_eval_writes_the_lenet_rows_and_judges_their_claims(tmp_path, monkeypatch):
+    """The stage's commands on a tiny LeNet pair: `ctbench evaluate` with the planned job's models and settings (fewer
+    runs), then `ctbench report --lenet-eval`: table1_lenet.csv appears and the lenet claims are judged; without
+    --lenet-eval neither."""
+    from ctbench.cli import main
+    from ctbench.training.pipeline import train_from_config
+
+    monkeypatch.setenv("CTBENCH_DATA", str(DATA))
+    cfg = {**PAPER, "results": str(tmp_path), "data_params": {"mnist": {"n_per_class": 20, "n_val": 20}},
+           "training": {"epochs": 1}, "training_overrides": {"training.nce": 10}, "lenet": {"enabled": True},
+           "evaluation": {**PAPER["evaluation"], "n_runs": 2, "lambdas": [5.0]}}
+    for job in lenet.jobs(cfg):
+        train_from_config(job["config"]).save(job["out"])
+    (job,) = lenet.evaluation_jobs(cfg)
+    sets = [a for k, v in job["settings"].items() for a in ("--set", f"{k}={json.dumps(v)}")]
+    assert main(["evaluate", "--model", *[f"{n}={p}" for n, p in job["models"].items()], *sets,
+                 "--experiment", job["experiment"], "--out", job["out"], "--quiet"]) == 0
+    claims = str(ROOT / "claims.yaml")
+    assert main(["report", "--lenet-eval", job["out"], "--claims", claims, "--out", str(tmp_path / "rep")]) == 0
+    t = pd.read_csv(tmp_path / "rep" / "table1_lenet.csv")
+    assert list(t["metric"]) == ["IP", "IP*", "Cost (unconstrained)"] and set(t["dataset"]) == {"MNIST"}
+    v = pd.read_csv(tmp_path / "rep" / "verdicts.csv").set_index("claim")
+    assert v.loc["lenet_ip_mnist", "verdict"] != "not yet run"
+    assert main(["report", "--claims", claims, "--out", str(tmp_path / "off")]) == 0
+    assert not (tmp_path / "off" / "table1_lenet.csv").exists()
+    assert pd.read_csv(tmp_path / "off" / "verdicts.csv").set_index("claim").loc["lenet_ip_mnist",
+                                                                                    "verdict"] == "not yet run"

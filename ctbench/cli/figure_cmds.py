@@ -1,6 +1,7 @@
-"""``ctbench figure1`` and ``ctbench mnist-figures``: the runs of :mod:`ctbench.experiments.figure_runs`, drawn by
-:mod:`ctbench.report.figures.paper_figures` and :mod:`ctbench.report.figures.mnist_grid` and written here (each file
-atomically)."""
+"""``ctbench figure1``, ``black-figure1``, ``black-figure2`` and ``mnist-figures``: the runs of
+:mod:`ctbench.experiments.figure_runs`, drawn by :mod:`ctbench.report.figures.paper_figures`,
+:mod:`~ctbench.report.figures.black_figures` and :mod:`~ctbench.report.figures.mnist_grid` and written here (each
+file atomically)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,60 @@ def write_mnist_figures(table: pd.DataFrame, out_dir: str | Path) -> dict[str, A
     return {"paths": paths, "counterfactuals": table, "attribution": x["attribution"]}
 
 
+def write_black_figure1(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Any]:
+    """Draw and write Black et al.'s Figure 1 (:func:`~ctbench.experiments.figure_runs.black.black_figure1`):
+    ``black_figure1.png``/``.pdf``, ``.csv`` (the grid: predictions and disagreement) and ``.json`` (the sidecar)."""
+    from ..report.figures.black_figures import black_figure1_plot
+
+    table, x = _detach(table)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    fig = black_figure1_plot(table, *x["train"], *x["grid"], x["meta"]["disagreement_share"])
+    paths = save_figure(fig, out / "black_figure1")
+    paths.append(atomic_write_text(out / "black_figure1.csv", table.to_csv(index=False)))
+    paths.append(atomic_write_json(out / "black_figure1.json", x["meta"]))
+    return {"paths": paths, "meta": x["meta"]}
+
+
+def _cmd_black_figure1(args) -> int:
+    from ..experiments.figure_runs.black import black_figure1
+
+    res = write_black_figure1(black_figure1(seed=args.seed, quick=args.quick, epochs=args.epochs,
+                                            fidelity=args.fidelity), args.out)
+    print(f"wrote {', '.join(str(p) for p in res['paths'])}; disagreement {res['meta']['disagreement_share']}")
+    return 0
+
+
+def write_black_figure2(table: pd.DataFrame, out_dir: str | Path) -> dict[str, Any]:
+    """Draw and write Black et al.'s Figure 2 (:func:`~ctbench.experiments.figure_runs.black2.black_figure2`):
+    ``black_figure2.png``/``.pdf``, ``.csv`` (one row per factual and method), ``black_figure2_curves.csv`` (the
+    drawn σ(t·x') and dσ/dt), ``black_figure2_regions.csv`` (panel (a)'s grid) and ``.json`` (the sidecar)."""
+    from ..report.figures.black_figures import black_figure2_plot
+
+    table, x = _detach(table)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    fig = black_figure2_plot(table, x["grid"], x["points"], x["curves"], *x["train"], *x["axes"],
+                             x["meta"]["flatness"])
+    paths = save_figure(fig, out / "black_figure2")
+    paths.append(atomic_write_text(out / "black_figure2.csv", table.to_csv(index=False)))
+    for name, frame in (("curves", x["curves"]), ("regions", x["grid"])):
+        paths.append(atomic_write_text(out / f"black_figure2_{name}.csv", frame.to_csv(index=False,
+                                                                                       float_format="%.6g")))
+    paths.append(atomic_write_json(out / "black_figure2.json", x["meta"]))
+    return {"paths": paths, "meta": x["meta"]}
+
+
+def _cmd_black_figure2(args) -> int:
+    from ..experiments.figure_runs.black2 import black_figure2
+
+    res = write_black_figure2(black_figure2(seed=args.seed, quick=args.quick, epochs=args.epochs,
+                                            fidelity=args.fidelity), args.out)
+    slopes = {m: round(v["median_max_slope"], 4) for m, v in res["meta"]["flatness"]["all"].items()}
+    print(f"wrote {', '.join(str(p) for p in res['paths'])}; median max_t dσ/dt {slopes}")
+    return 0
+
+
 def _cmd_figure1(args) -> int:
     from ..experiments.figure_runs.linear import figure1
 
@@ -87,7 +142,8 @@ def _cmd_mnist_figures(args) -> int:
 
 
 def add_cli(subparsers) -> None:
-    """Register ``ctbench figure1`` and ``ctbench mnist-figures``."""
+    """Register ``ctbench figure1``, ``ctbench black-figure1``, ``ctbench black-figure2`` and ``ctbench
+    mnist-figures``."""
     f = subparsers.add_parser("figure1", help="the paper's Figure 1: linear BL vs CT on LS, without/with age immutable")
     f.add_argument("--out", required=True, help="folder for figure1.png/.pdf/.csv/.json")
     f.add_argument("--quick", action="store_true", help=f"{FIG1['quick_epochs']} epochs (smoke run)")
@@ -97,6 +153,24 @@ def add_cli(subparsers) -> None:
     f.add_argument("--fidelity-overrides", dest="fidelity_overrides", metavar="JSON",
                    help="fidelity switches over the mode, as JSON, e.g. '{\"blob_centers\": \"calibrated\"}'")
     f.set_defaults(func=_cmd_figure1)
+
+    b = subparsers.add_parser("black-figure1", help="Black et al.'s Figure 1: where two deep / two linear models "
+                              "trained from different seeds disagree")
+    b.add_argument("--out", required=True, help="folder for black_figure1.png/.pdf/.csv/.json")
+    b.add_argument("--quick", action="store_true", help="a few epochs (smoke run)")
+    b.add_argument("--epochs", type=int, help="training epochs (default: the run's setting)")
+    b.add_argument("--seed", type=int, default=0, help="the pairs' seeds are SEED and SEED+1")
+    b.add_argument("--fidelity", default="reference", help="fidelity mode of the data (default reference)")
+    b.set_defaults(func=_cmd_black_figure1)
+
+    b2 = subparsers.add_parser("black-figure2", help="Black et al.'s Figure 2: a ReLU MLP's activation regions and "
+                               "gradients; σ(t·x') for Min-ℓ2 and Min-ℓ2 + SNS")
+    b2.add_argument("--out", required=True, help="folder for black_figure2.png/.pdf/.csv/.json and black_figure2_*.csv")
+    b2.add_argument("--quick", action="store_true", help="a few epochs (smoke run)")
+    b2.add_argument("--epochs", type=int, help="training epochs (default: the run's setting)")
+    b2.add_argument("--seed", type=int, default=0, help="the model's seed and the factuals' draw")
+    b2.add_argument("--fidelity", default="reference", help="fidelity mode of the data (default reference)")
+    b2.set_defaults(func=_cmd_black_figure2)
 
     m = subparsers.add_parser("mnist-figures", help="MNIST counterfactual grid and per-class integrated gradients")
     m.add_argument("--ct", required=True, help="CT model (.pt)")

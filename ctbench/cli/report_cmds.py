@@ -66,19 +66,21 @@ def _cmd_report(args) -> int:
     from ..report.tables.appendix_tables import write_appendix
     from ..report.tables.paper_tables import PUBLISHED_DIR, write_extras, write_report
 
-    inputs = [*(args.eval or []), *(args.retrain_eval or []), *(args.robustness or []), *(args.attribution or []),
-              *(args.grids or []), *(args.tuned or []), *(f"{m}.json" for m in args.models or [])]
+    inputs = [*(args.eval or []), *(args.retrain_eval or []), *(args.lenet_eval or []), *(args.robustness or []),
+              *(args.attribution or []), *(args.grids or []), *(args.tuned or []),
+              *(f"{m}.json" for m in args.models or [])]
     missing = [f for f in inputs if not Path(f).is_file()]
     if missing:  # checked before anything is written
         raise BadFileError(f"report: input file(s) not found: {', '.join(missing)}")
-    check_sidecars([*(args.eval or []), *(args.retrain_eval or [])], args.models or [], args.tuned or [])
+    check_sidecars([*(args.eval or []), *(args.retrain_eval or []), *(args.lenet_eval or [])], args.models or [],
+                   args.tuned or [])
     if args.retrain_eval:
         from ..report.claims.seeds import check_seed_inputs
 
         check_seed_inputs([*(args.eval or []), *args.retrain_eval])
-    by_kind = {"evaluations": args.eval, "retrain": args.retrain_eval, "models": args.models,
-               "robustness": args.robustness, "attribution": args.attribution, "grids": args.grids,
-               "tuning": args.tuned, "consistency": args.consistency}
+    by_kind = {"evaluations": args.eval, "retrain": args.retrain_eval, "lenet": args.lenet_eval,
+               "models": args.models, "robustness": args.robustness, "attribution": args.attribution,
+               "grids": args.grids, "tuning": args.tuned, "consistency": args.consistency}
     # one code version (and, publishing, no uncommitted changes) or nothing is written
     versions = check_versions(code_versions({k: v for k, v in by_kind.items() if v}),
                               allow_mixed=args.allow_mixed, publish=args.publish)
@@ -146,6 +148,10 @@ def _write_tables(args, out, published, versions, write_report, write_extras, wr
     # appendix Tables 2, 4-6 and Figures 30-65 (composed here: report.appendix builds on report.tables)
     written.update(write_appendix(out, grids=args.grids or [], models=args.models or [],
                                   tuned=args.tuned or []))
+    if args.lenet_eval:  # after Table 1 and the unconstrained-cost table: the MLP's cells go beside LeNet's
+        from ..report.tables.lenet_table import write_lenet_table
+
+        written.update(write_lenet_table(out, args.lenet_eval, written, published, settings))
     if args.consistency:
         from ..report.tables.consistency_tables import write_consistency
 
@@ -299,6 +305,9 @@ def add_cli(sub) -> None:
                     help="more evaluation files of other training seeds (same format as --eval), used only to judge "
                          "each claim per seed (verdicts.csv's seed_share, verdicts_seeds.csv); the paper's tables "
                          "stay on the --eval files")
+    rp.add_argument("--lenet-eval", dest="lenet_eval", nargs="*",
+                    help="evaluation files of the lenet stage's LeNet pair (same format as --eval): table1_lenet.csv "
+                         "only, LeNet's Table-1-style cells beside the MLP's; the paper's tables stay on --eval")
     rp.add_argument("--robustness", nargs="*", help="outputs of ctbench robustness")
     rp.add_argument("--attribution", nargs="*", help="outputs of ctbench attribution")
     rp.add_argument("--published", help="folder of published tables (default: the copy shipped with ctbench; "

@@ -1,13 +1,16 @@
 """LeNet on MNIST (the CT paper's appendix F.1.2): one CT and one BL LeNet-5 at the final MNIST settings, each
 trained alone so that its sidecar's ``train_seconds`` is its own measured time (in a population it would be the
 population's wall time divided by its size, which cannot tell CT from BL), for the compute claim
-``lenet_training_time`` (CT 30-45 min against 15 min per conventional model).
+``lenet_training_time`` (CT 30-45 min against 15 min per conventional model); then the pair evaluated as the single
+experiment's MNIST models are (:func:`evaluation_jobs`), for Table-1-style LeNet rows (``table1_lenet.csv``).
 
 The paper reports no LeNet result: LeNet appears only in the MNIST tuning runs and the compute remarks (reference
 notes, §"Models"). The train configs are the single experiment's final MNIST configs (:func:`.final_training.
 train_config`) with ``model: {type: lenet}``. Only the workflow imports this module (the jobs run ``ctbench
 train``); its path template lives here, not in :data:`ctbench.facts.PATHS`, so adding the stage changes no stage's
-code fingerprint.
+code fingerprint. The evaluation jobs are the evaluation planner's (:func:`.evaluation.jobs`) on a copy of the
+config narrowed to the ``single`` experiment, the block's datasets and seed, with the LeNet files as models: the
+generator, λ_egy values, runs, individuals and seed are the MLP's.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from .stage_paths import StagePaths
 
 #: result template of this stage; the report's training_time.csv names a model's experiment by the folder two above
 #: its file, here ``lenet``
-PATHS: dict[str, str] = {"lenet_model": "{results}/lenet/{dataset}/{objective}_s{seed}.pt"}
+PATHS: dict[str, str] = {"lenet_model": "{results}/lenet/{dataset}/{objective}_s{seed}.pt",
+                         "lenet_evaluation": "{results}/lenet/eval/{experiment}/{dataset}_s{seed}.parquet"}
+#: the experiment whose evaluation the LeNet pair gets (its models are trained as the single experiment's)
+EXPERIMENT = "single"
 #: CT and BL (the compute claim compares their training times)
 OBJECTIVES = ("full", "vanilla")
 MODEL = {"type": "lenet"}
@@ -63,4 +69,29 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
              "config": train_config(config, d, o, seed, epochs)} for d in datasets for o in OBJECTIVES]
 
 
-__all__ = ["MODEL", "OBJECTIVES", "PATHS", "jobs", "path", "pattern", "train_config"]
+def evaluation_jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """One evaluation job per LeNet dataset: the single experiment's evaluation job of that dataset (the evaluation
+    planner on the config narrowed to it) with the LeNet pair as its models and ``out`` this stage's file."""
+    from .evaluation import jobs as planned
+
+    train = jobs(config)
+    if not train:
+        return []
+    seed = train[0]["seed"]
+    models = {(j["dataset"], j["objective"]): j["out"] for j in train}
+    sub = {**config, "experiments": [EXPERIMENT], "datasets": list(dict.fromkeys(j["dataset"] for j in train)),
+           "seeds": [seed]}
+    results = str(config["results"]).rstrip("/")
+    out = []
+    for j in planned(sub):
+        if set(j["models"]) != set(OBJECTIVES):  # the planner's CT and BL are the objectives trained here
+            raise ConfigError(f"lenet: the {EXPERIMENT} evaluation compares {sorted(j['models'])}, the lenet stage "
+                              f"trains {list(OBJECTIVES)}")
+        out.append({**j, "models": {o: models[(j["dataset"], o)] for o in j["models"]},
+                    "out": path("lenet_evaluation", results, experiment=j["experiment"], dataset=j["dataset"],
+                                seed=j["seed"])})
+    return out
+
+
+__all__ = ["EXPERIMENT", "MODEL", "OBJECTIVES", "PATHS", "evaluation_jobs", "jobs", "path", "pattern",
+           "train_config"]

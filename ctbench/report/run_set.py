@@ -34,6 +34,8 @@ from ..io import is_dirty
 #: stages other than ``ctbench report`` that write into the report folder → their files there (relative patterns)
 STAGE_FILES: dict[str, tuple[str, ...]] = {
     "figure1": ("figure1.*",),
+    "black_figure1": ("black_figure1.*",),
+    "black_figure2": ("black_figure2.*", "black_figure2_*.csv"),
     "mnist_figures": ("mnist_*",),
     "prop31": ("prop31/*",),
     "fidelity_study": ("fidelity_effects.*",),
@@ -44,7 +46,8 @@ UNRECORDED = "unrecorded"
 #: is the ``code=`` param of the rule that makes it (workflow/rules/*.smk)
 STAGE_OF_KIND: dict[str, str] = {
     "evaluations": "eval_cmds", "robustness": "eval_cmds", "attribution": "eval_cmds", "retrain": "eval_cmds",
-    "models": "train_cmds", "grids": "grid_cmds", "tuning": "grid_cmds", "consistency": "study_cmds"}
+    "lenet": "eval_cmds", "models": "train_cmds", "grids": "grid_cmds", "tuning": "grid_cmds",
+    "consistency": "study_cmds"}
 
 
 def stage_of(rel: str) -> str | None:

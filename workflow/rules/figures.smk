@@ -1,6 +1,6 @@
 # Figures of the paper that need their own models or searches, and the measured effect of each fidelity switch
 # (the book's "where code and paper disagree" chapter). Outputs go straight into the report folder.
-# Jobs: ctbench.experiments.figure_runs.jobs (figure1, mnist) and ctbench.experiments.fidelity.jobs (per switch).
+# Jobs: ctbench.experiments.figure_runs.jobs (figure1, black_figure1, black_figure2, mnist) and ctbench.experiments.fidelity.jobs (per switch).
 rule figure1:
     output:
         W.path("report_figure", name="figure1"),
@@ -20,6 +20,48 @@ rule figure1:
         "../../envs/ctbench.yaml"
     shell:
         "ctbench figure1 {params.quick} {params.fidelity:q} --out {params.out} > {log} 2>&1"
+
+
+rule black_figure1:
+    # Black et al.'s Figure 1: two deep and two linear models from seeds s and s+1 (s = the config's first seed)
+    output:
+        W.path("report_figure", name="black_figure1"),
+    params:
+        seed=lambda w: W.job("figures", figure="black_figure1")["seed"],
+        quick=lambda w: "--quick" if W.job("figures", figure="black_figure1")["quick"] else "",
+        fidelity=lambda w: W.job("figures", figure="black_figure1")["fidelity"],
+        out=W.path("report"),
+        code=code("figure_cmds"),
+    benchmark:
+        f"{RES}/benchmarks/black_figure1/black_figure1.tsv"
+    log:
+        f"{RES}/logs/black_figure1.log",
+    conda:
+        "../../envs/ctbench.yaml"
+    shell:
+        "ctbench black-figure1 --seed {params.seed} {params.quick} --fidelity {params.fidelity} --out {params.out} "
+        "> {log} 2>&1"
+
+
+rule black_figure2:
+    # Black et al.'s Figure 2: a small ReLU MLP on Moons (seed s), its regions and gradients; Min-L2 vs Min-L2 + SNS
+    output:
+        W.path("report_figure", name="black_figure2"),
+    params:
+        seed=lambda w: W.job("figures", figure="black_figure2")["seed"],
+        quick=lambda w: "--quick" if W.job("figures", figure="black_figure2")["quick"] else "",
+        fidelity=lambda w: W.job("figures", figure="black_figure2")["fidelity"],
+        out=W.path("report"),
+        code=code("figure_cmds"),
+    benchmark:
+        f"{RES}/benchmarks/black_figure2/black_figure2.tsv"
+    log:
+        f"{RES}/logs/black_figure2.log",
+    conda:
+        "../../envs/ctbench.yaml"
+    shell:
+        "ctbench black-figure2 --seed {params.seed} {params.quick} --fidelity {params.fidelity} --out {params.out} "
+        "> {log} 2>&1"
 
 
 rule mnist_figures:

@@ -1,7 +1,10 @@
-# Stage 4c (config block `lenet`; the CT paper's appendix F.1.2): one CT and one BL LeNet-5 on MNIST at the final
+# Stage 4c/5c (config block `lenet`; the CT paper's appendix F.1.2): one CT and one BL LeNet-5 on MNIST at the final
 # MNIST settings, each trained alone (one job, one model), so that its sidecar's train_seconds is its own measured
-# time: the report's training_time.csv gets `model: lenet` rows for the compute claim lenet_training_time. Jobs,
-# paths and configs: ctbench.experiments.lenet (no ctbench command imports it).
+# time: the report's training_time.csv gets `model: lenet` rows for the compute claim lenet_training_time. Then the
+# pair is evaluated as evaluate evaluates the single experiment's MNIST models (same generator, λ_egy values, runs,
+# individuals and seed), under {results}/lenet/eval/: the report's table1_lenet.csv (Table-1-style LeNet rows beside
+# the MLP's; beyond the paper, which reports no LeNet result). Jobs, paths and configs: ctbench.experiments.lenet
+# (no ctbench command imports it, so no other rule's code fingerprint moves).
 if W.jobs("lenet"):
 
     rule lenet_train:
@@ -29,6 +32,36 @@ if W.jobs("lenet"):
             "> {log} 2>&1"
 
 
+    rule lenet_evaluate:
+        input:
+            models=from_job("lenet_evaluation", "models", rules.lenet_train.output),
+        output:
+            W.pattern("lenet_evaluation"),
+        params:
+            job=job("lenet_evaluation"),
+            models=model_args("lenet_evaluation"),
+            args=lambda w: (["--constrained"] if W.job("lenet_evaluation", w)["constrained"] else []) + [
+                a for k, v in W.job("lenet_evaluation", w)["settings"].items()
+                for a in ("--set", f"{k}={json.dumps(v)}")],
+            code=code("eval_cmds"),
+        threads: config.get("threads_per_job", 1)
+        resources:
+            mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
+            runtime=lambda w: W.runtime_min(w.dataset, "evaluate"),
+        benchmark:
+            f"{RES}/benchmarks/lenet_evaluate/{{experiment}}_{{dataset}}_s{{seed}}.tsv"
+        log:
+            f"{RES}/logs/lenet_evaluate/{{experiment}}_{{dataset}}_s{{seed}}.log",
+        conda:
+            "../../envs/ctbench.yaml"
+        shell:
+            "OMP_NUM_THREADS={threads} ctbench evaluate --model {params.models:q} {params.args:q} "
+            "--experiment {wildcards.experiment} --out {output} --quiet > {log} 2>&1"
+
+
 # The LeNet models: the report reads their sidecars with the final models' (--models: training_time.csv only; the
 # other model tables keep to the final models' folders).
 LENET_MODELS = expand(rules.lenet_train.output[0], zip, **W.wildcards("lenet")) if W.jobs("lenet") else []
+# Their evaluations: `ctbench report --lenet-eval` (table1_lenet.csv only; the paper's tables stay on the MLPs').
+LENET_EVALS = expand(rules.lenet_evaluate.output[0], zip, **W.wildcards("lenet_evaluation")) if W.jobs(
+    "lenet_evaluation") else []

@@ -32,6 +32,8 @@ rule report:
         consistency=expand(rules.consistency.output[0], zip, **W.wildcards("consistency")),
         # the retrain stage's evaluations (workflow/rules/retrain.smk): passed as --retrain-eval when retrain.report
         retrain=RETRAIN_EVALS,
+        # the LeNet pair's evaluation (workflow/rules/lenet.smk): --lenet-eval, table1_lenet.csv only
+        lenet=LENET_EVALS,
         claims="claims.yaml",
     output:
         W.path("report_index"),
@@ -41,7 +43,8 @@ rule report:
             for flag, files in (("robustness", input.robustness), ("attribution", input.attribution),
                                 ("grids", input.grids), ("tuned", input.tuned),
                                 ("consistency", input.consistency),
-                                ("retrain-eval", input.retrain if RETRAIN_TO_REPORT else []))
+                                ("retrain-eval", input.retrain if RETRAIN_TO_REPORT else []),
+                                ("lenet-eval", input.lenet))
             if files
         ),
         profile=config["profile"],
@@ -50,6 +53,8 @@ rule report:
         # the other stages of this run that write into the report folder (the files of any other stage are set aside)
         stages=" ".join(s for s, on in (
             ("figure1", any(j["figure"] == "figure1" for j in W.jobs("figures"))),
+            ("black_figure1", any(j["figure"] == "black_figure1" for j in W.jobs("figures"))),
+            ("black_figure2", any(j["figure"] == "black_figure2" for j in W.jobs("figures"))),
             ("mnist_figures", any(j["figure"] == "mnist" for j in W.jobs("figures"))),
             ("prop31", W.jobs("prop31")), ("fidelity_study", W.jobs("fidelity_effect"))) if on),
         publish="--publish" if config.get("report", {}).get("publish", False) else "",
@@ -74,6 +79,8 @@ rule report:
 BOOK_INPUTS = [
     *rules.report.output,
     *(rules.figure1.output if any(j["figure"] == "figure1" for j in W.jobs("figures")) else []),
+    *(rules.black_figure1.output if any(j["figure"] == "black_figure1" for j in W.jobs("figures")) else []),
+    *(rules.black_figure2.output if any(j["figure"] == "black_figure2" for j in W.jobs("figures")) else []),
     *(rules.mnist_figures.output if any(j["figure"] == "mnist" for j in W.jobs("figures")) else []),
     *(rules.fidelity_effects.output if W.jobs("fidelity_effect") else []),
 ]

@@ -1,5 +1,6 @@
-"""The figure-runs stage as jobs: Figure 1 (always, when ``figures`` is enabled) and the MNIST figures (when the
-config has MNIST and the mutability experiment, whose first-seed CT and BL models they search)."""
+"""The figure-runs stage as jobs: Figure 1 and Black et al.'s Figures 1 and 2 (always, when ``figures`` is enabled) and
+the MNIST figures (when the config has MNIST and the mutability experiment, whose first-seed CT and BL models they
+search)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     out = [{"figure": "figure1", "quick": config.get("profile") == "smoke",
             "fidelity": config.get("fidelity", "reference"),
             "fidelity_overrides": dict(config.get("fidelity_overrides") or {})}]
+    out.append({"figure": "black_figure1", "quick": config.get("profile") == "smoke",
+                "seed": int(config["seeds"][0]), "fidelity": config.get("fidelity", "reference")})
+    out.append({**out[-1], "figure": "black_figure2"})
     if "mnist" in config["datasets"] and "mutability" in config["experiments"]:
         s = int(config["seeds"][0])
         out.append({"figure": "mnist", "ct": model_path(config, "mutability", "mnist", "full", s),
@@ -34,6 +38,13 @@ def run(job: dict[str, Any]) -> pd.DataFrame:
     kw = {k: v for k, v in job.items() if k not in ("figure", "ct", "bl")}
     if job["figure"] == "figure1":
         return figure1(**kw)
+    if job["figure"] == "black_figure1":
+        from .black import black_figure1
+        return black_figure1(**kw)
+    if job["figure"] == "black_figure2":
+        from .black2 import black_figure2
+        return black_figure2(**kw)
     if job["figure"] == "mnist":
         return mnist_figures(job["ct"], job["bl"], **kw)
-    raise ValueError(f"figure runs: unknown figure {job['figure']!r}; choose figure1 or mnist")
+    raise ValueError(f"figure runs: unknown figure {job['figure']!r}; choose figure1, black_figure1, black_figure2 or "
+                     "mnist")

@@ -38,6 +38,7 @@ from .table_pages import (
     render_plain,
     render_side_by_side,
     render_table1,
+    render_table1_lenet,
     with_interval,
 )
 
@@ -87,6 +88,7 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
         "verdicts": ledger or "",
         "table1": render_table1(src),
         "table1_agreement": render_agreement(src),
+        "table1_lenet": render_table1_lenet(src),
         "table1_bootstrap": render_plain(
             src, "table1_bootstrap",
             ["dataset", "metric", "reduction_pct", "reduction_pct_lb", "reduction_pct_ub", "mean_delta",

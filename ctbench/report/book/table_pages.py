@@ -260,3 +260,37 @@ def render_appendix_ci(report: Path | None, published_dir: Path) -> str:
               "the published value in each version that prints it, labelled — the July 2025 preprint's Table 3 and "
               "the final version's appendix table — and Δ = ours − July, **bold** beyond 25% (at least 0.02).")
     return legend + "\n\n" + md_table(["Metric", "Data", *cols.values()], rows)
+
+
+def render_table1_lenet(report: Path | None) -> str:
+    """The LeNet pair's Table-1-style cells (``table1_lenet.csv``, beyond the paper) with the MLP's cell of the same
+    metric beside each: ours, then the published MLP values, and the LeNet cell's agreement with the July one."""
+    df = read_report_csv(report, "table1_lenet.csv")
+    if df is None or "reduction_pct" not in df.columns:
+        return not_run_note("table1_lenet.csv", "stage `lenet`, off by default: `snakemake --config "
+                            "'lenet={enabled: true}'`", stage="lenet")
+    df = paper_sorted(df, relabel=True)
+    versions = [(v, lab) for v, lab in TABLE1_VERSIONS[:2] if f"{v}_reduction_pct" in df.columns]
+    header = ["Data", "metric", "LeNet (ours)", "MLP (ours)", *[f"MLP {lab}" for _, lab in versions],
+              "LeNet vs July MLP"]
+    rows, notes = [], []
+    for _, r in df.iterrows():
+        row = [str(r["dataset"]), str(r["metric"]),
+               cell_reduction(r["reduction_pct"], r.get("pm"), r.get("significant")),
+               cell_reduction(r.get("mlp_reduction_pct"), r.get("mlp_pm"), r.get("mlp_significant"))]
+        row += [cell_reduction(r.get(f"{v}_reduction_pct"), r.get(f"{v}_pm"), r.get(f"{v}_significant"))
+                for v, _ in versions]
+        agree = r.get("preprint_2025_07_agreement", "")
+        row.append("" if is_missing(agree) else "**disagrees**" if agree == "disagrees" else str(agree))
+        rows.append(row)
+        flag = r.get("flag", "")
+        if not is_missing(flag) and str(flag).strip():
+            notes.append(f"- {r['dataset']} {r['metric']}: {cell_text(flag)}")
+    legend = ("Beyond the paper: no version reports a LeNet result (LeNet appears only in the MNIST tuning runs and "
+              "the compute remarks of appendix F.1.2). One CT and one BL LeNet-5, trained at the final MNIST settings "
+              "and evaluated as the MLPs of Table 1 (same generator, λ_egy values, runs and individuals), one training "
+              "seed: percent reduction CT vs BL with Table 1's ± and star. Beside it the MLP's cell: ours, and the "
+              "published MLP values. IP and IP* as in Table 1; the cost is that of the unconstrained evaluation "
+              "(the appendix's cost without mutability constraints), as Table 1's Cost column needs a CT trained "
+              "with the protected pixels immutable, which the `lenet` stage does not train.\n\n")
+    return legend + md_table(header, rows) + ("\nNotes:\n\n" + "\n".join(notes) + "\n" if notes else "")

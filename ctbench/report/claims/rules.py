@@ -324,12 +324,14 @@ def rule_relation(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any
     """``left op right`` on each item; on the items of ``except`` the claim itself says the relation does not hold
     ("all datasets but GMSC"), so there it must not hold: an exception that goes the other way caps the verdict at
     partly, as a share rule would otherwise let any one item fail. An item whose two sides the run did not
-    separate (``must_differ``) is left out; with none left the claim is not computable."""
+    separate (``must_differ``) is left out; with none left the claim is not computable. ``upper`` (a side, with
+    ``op`` '>' or '>='): the claim states a range ("2-3x"), so an item whose left side exceeds it holds in
+    direction only, which caps the verdict at partly."""
     s = claim.spec
     op, margin, share = s["op"], float(s.get("tolerance", {}).get("abs", 0.0)), float(s.get("min_share", 1.0))
     left, right = s["left"], s["right"]
     exceptions = {str(x) for x in s.get("except", [])}
-    held, failed, missing, shown, exc_ok, exc_bad, same = [], [], [], [], [], [], []
+    held, failed, missing, shown, exc_ok, exc_bad, same, above = [], [], [], [], [], [], [], []
     for label, item_sel in _items(claim):
         try:
             lv = _side(df, left, [s.get("select"), item_sel], f"{claim.id} {label} left")
@@ -341,6 +343,10 @@ def rule_relation(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any
             same.append(label)
             continue
         ok = holds(lv, rv, op, margin)
+        if ok and "upper" in s:
+            uv = _side(df, s["upper"], [s.get("select"), item_sel], f"{claim.id} {label} upper")
+            if lv > uv:
+                above.append(f"{label + ' ' if label else ''}{lv:.3g} > {uv:.3g}")
         star = ""
         if s.get("significant"):  # the relation must also be significant on the item
             sig = truthy(rows(df, s.get("select"), item_sel, left.get("select")).get(
@@ -371,6 +377,9 @@ def rule_relation(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any
                          "holds there too)")
         if exc_ok:
             notes.append(f"the claim's exception {', '.join(exc_ok)} is an exception in ours too")
+    if above:
+        verdict = _cap(verdict, PARTLY)
+        notes.append(f"beyond the stated range's upper end (left > upper): {', '.join(above)}")
     if same:
         verdict = _cap(verdict, PARTLY)
         notes.append(f"not separated by the run (identical in {cols}), left out: {', '.join(same)}")

@@ -42,7 +42,7 @@ _ALLOWED = {
                         "significant", "significance_column", "sign_free", "item_published", "item_tolerance"},
     "no_effect": _COMMON | {"select", "over", "column", "tolerance", "significance_column", "interval"},
     "relation": _COMMON | {"select", "over", "left", "right", "op", "tolerance", "min_share", "significant",
-                           "except", "must_differ"},
+                           "except", "must_differ", "upper"},
     "most_often": _COMMON | {"select", "group", "candidates", "column", "op", "threshold", "expected", "exclude"},
     "cell": _COMMON | {"dataset", "metric"},
     "which": _COMMON | {"select", "over", "column", "op", "threshold", "significant", "expected"},
@@ -177,6 +177,10 @@ def _check_rule_fields(where: str, entry: dict[str, Any], rule: str, versions: t
             _check_side(where, entry[side], side)
         if "column" not in entry["left"]:
             raise _fail(where, "left needs 'column'")
+        if "upper" in entry:
+            _check_side(where, entry["upper"], "upper")
+            if entry.get("op") not in (">", ">="):
+                raise _fail(where, "upper bounds the left side from above: it needs op '>' or '>='")
         if entry.get("op") not in OPS:
             raise _fail(where, f"op must be one of {OPS}, got {entry.get('op')!r}")
         if "tolerance" in entry and "abs" not in entry["tolerance"]:

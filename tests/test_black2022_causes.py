@@ -1,0 +1,73 @@
+"""The consistency chapter's measured causes (issue 25, item 3), rendered from the committed benchmark files: a
+changed file changes the text, a missing one gives a note, a file without a needed column stops with its name."""
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from ctbench.report.book.consistency_causes import CAUSES, MARGINS, MODEL_SD, compare, render_causes
+from ctbench.report.book.consistency_pages import pages
+
+
+@pytest.fixture
+def files(tmp_path):
+    c, m = tmp_path / CAUSES.name, tmp_path / MARGINS.name
+    shutil.copy(CAUSES, c)
+    shutil.copy(MARGINS, m)
+    return c, m
+
+
+def test_committed_measurements_render_with_the_papers_values(files):
+    text = render_causes(*files)
+    # CTG Min-ε PGD: the authors' code's step moves the invalidation rates, but not near the paper's 0.04 / 0.09
+    assert "| Min-ε PGD step per bound | CTG, Min eps PGD | 20 |" in text
+    assert "0.56 → 0.45 (0.04) | 0.67 → 0.56 (0.09) |" in text
+    assert "No measured difference moves an invalidation rate by more than 0.11" in text
+    assert "On CTG our invalidation rates stay 0.23 to 0.60 above the paper's" in text
+    assert "0.00 of the 164 factuals with margin ≥ 15" in text  # Min-ℓ1 fails on every saturated factual
+    c = compare(files[0])
+    assert c.loc[c["method"] == "Min eps PGD", "pub_iv_loo"].tolist() == [0.04, 0.28, 0.04]
+
+
+def test_a_changed_file_changes_the_text(files):
+    causes, margins = files
+    df = pd.read_csv(causes)
+    row = (df["dataset"] == "CTG") & (df["difference"] == "Min-ε PGD step per bound")
+    df.loc[row, ["alt_iv_loo", "alt_iv_rs"]] = [0.05, 0.10]
+    df.to_csv(causes, index=False)
+    text = render_causes(causes, margins)
+    assert "0.56 → 0.05 (0.04) | 0.67 → 0.10 (0.09) |" in text
+    assert "by more than 0.57 (the largest: Min-ε PGD step per bound on CTG)" in text
+    assert "stay 0.23 to 0.60 above" not in text      # a measured move now reaches the gap: no such sentence
+    m = pd.read_csv(margins)
+    m.loc[(m["method"] == "Min L1") & m["margin_hi"].isna(), "success"] = 0.5
+    m.to_csv(margins, index=False)
+    assert "0.50 of the 164 factuals with margin ≥ 15" in render_causes(causes, margins)
+
+
+def test_missing_and_bad_files(files, tmp_path):
+    causes, margins = files
+    assert "Not yet measured" in render_causes(tmp_path / "none.csv", margins)
+    assert "margin" not in render_causes(causes, tmp_path / "none.csv").split("\n\n")[-1]
+    pd.read_csv(causes).drop(columns="alt_iv_rs").to_csv(causes, index=False)
+    with pytest.raises(ValueError, match=r"black2022-causes\.csv: column\(s\) \['alt_iv_rs'\] missing"):
+        render_causes(causes, margins)
+
+
+def test_the_chapter_includes_the_causes(tmp_path):
+    assert pages(None)["consistency_causes"] == render_causes()
+
+
+def test_per_model_spread_is_rendered_from_its_file(files, tmp_path):
+    """Table 3's SD (over the models) against ours over the models: the paper's SD is read from Table 3, ours from
+    the file; a changed file changes the sentence."""
+    sd = tmp_path / MODEL_SD.name
+    shutil.copy(MODEL_SD, sd)
+    text = render_causes(*files, model_sd=sd)
+    assert "0.56 ± 0.04 under LOO (paper 0.04 ± 0.03); 0.67 ± 0.05 under RS (paper 0.09 ± 0.04)" in text
+    df = pd.read_csv(sd)
+    df.loc[(df["method"] == "Min eps PGD") & (df["source"] == "rs"), "iv_sd"] = 0.2
+    df.to_csv(sd, index=False)
+    assert "0.67 ± 0.20 under RS (paper 0.09 ± 0.04)" in render_causes(*files, model_sd=sd)
+    assert "Table 3's SD" not in render_causes(*files, model_sd=tmp_path / "none.csv")
