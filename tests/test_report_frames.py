@@ -84,8 +84,8 @@ def test_ablation_by_dataset_is_the_one_frame_table(seeds, monkeypatch):
     from ctbench.report.tables.ablation_parts import ablation_by_dataset
 
     monkeypatch.setattr(ablation_parts, "dataset_label", lambda n: {"moons2": "Moon"}.get(n, pt.dataset_label(n)))
-    monkeypatch.setattr(pt, "with_labels", lambda d: d.assign(dataset=d["dataset"].map(ablation_parts.dataset_label)))
-    monkeypatch.setattr(ablation_parts, "with_labels", pt.with_labels)
+    monkeypatch.setattr(pt, "labelled", lambda d: d.assign(dataset=d["dataset"].map(ablation_parts.dataset_label)))
+    monkeypatch.setattr(ablation_parts, "labelled", pt.labelled)
     df = _evals(2)
     df = df[df["seed"].isin(seeds)].reset_index(drop=True)
     df.loc[(df["dataset"] == "moons") & (df.index % 3 == 0), "dataset"] = "moons2"
@@ -189,3 +189,22 @@ def test_ipstar_reductions_by_dataset_are_the_one_frame_rows(seeds):
         assert len(want) >= 2
         pd.testing.assert_frame_equal(g.sort_values("dataset").reset_index(drop=True),
                                       want.sort_values("dataset").reset_index(drop=True), check_exact=True)
+
+
+@pytest.mark.parametrize("drop_seed", [False, True])
+def test_one_seed_level_from_the_reduction_is_seed_level(drop_seed):
+    """Table 1's seed-level columns of one training seed, taken from the cell's own reduction table (issue 21: the
+    per-seed tables computed it twice), equal ``seed_level``'s, with or without a ``seed`` column."""
+    from ctbench.evaluation.seeds import seed_level
+    from ctbench.report.tables.table1 import _seed_level_of, reduction_table
+
+    df = _evals(7)
+    df = df[(df["seed"] == 1) & (df["experiment"] == "single")].reset_index(drop=True)
+    if drop_seed:
+        df = df.drop(columns="seed")
+    for ds in ("moons", "my_data"):
+        rows = df[df["dataset"] == ds]
+        for metric in ("ip", "ip_star"):
+            t = reduction_table(rows, metric, kind=metric, label="X", avg_row=False)
+            pd.testing.assert_frame_equal(_seed_level_of(rows, t, False, metric, metric, "X"),
+                                          seed_level(rows, metric, metric, "X"), check_exact=True)

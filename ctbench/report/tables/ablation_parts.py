@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ...evaluation.aggregate import ablation_table, paper_value
-from ..common import dataset_label, with_labels
+from ..common import dataset_label
+from .relabel import labelled
 
 #: (metric column, paper_value kind, label) of the ablation table's two parts, in order
 METRICS = (("ip", "ip", "IP"), ("ip_star", "ip_star", "IP*"))
@@ -91,7 +92,7 @@ def _by_label(names, rows_of, pool: bool) -> pd.DataFrame:
         rows, where = rows_of(group)
         if pool:  # pool_seeds' own expression, decided on all rows
             rows = rows.assign(run=rows["seed"].astype(np.int64) * 1_000_000 + rows["run"].astype(np.int64))
-        rows = with_labels(rows)
+        rows = labelled(rows)
         for metric, kind, label in METRICS:
             t = ablation_table(rows, metric, kind=kind, label=label)
             keep = _kept(rows, metric, kind)

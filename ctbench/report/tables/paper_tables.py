@@ -20,9 +20,10 @@ from ...errors import BadFileError
 from ...evaluation.aggregate import ablation_table, reduction_table, validity_table
 from ...facts import OBJECTIVE_LABELS, PAPER_ORDER
 from ...io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
-from ..common import dataset_label, paper_sorted, with_labels
+from ..common import dataset_label, paper_sorted
 from ..markdown import frame_to_markdown
 from ..settings import ReportSettings
+from .relabel import dataset_rows, labelled
 from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, experiment_rows, pool_seeds
 from .table1 import table1 as table1_cells
 
@@ -46,8 +47,8 @@ def table1(evals: pd.DataFrame | Mapping[str, pd.DataFrame], settings: ReportSet
     star, the seed-level interval, validity and computability flags (:mod:`ctbench.report.tables.table1`). ``evals``:
     one frame, or a mapping experiment → frame (:func:`~ctbench.report.tables.table1.experiment_rows`)."""
     if isinstance(evals, Mapping):
-        return table1_cells({k: with_labels(v) for k, v in evals.items()}, settings)
-    return table1_cells(with_labels(evals), settings)
+        return table1_cells({k: labelled(v) for k, v in evals.items()}, settings)
+    return table1_cells(labelled(evals), settings)
 
 
 def dataset_seed(seed: int, dataset: str) -> int:
@@ -81,7 +82,7 @@ def _add_bootstraps(boots, e: int, sub: pd.DataFrame, seed: int = 2025) -> None:
         return
     _, metric, kind, label = _BOOT_SPECS[e]
     for name in pd.unique(sub["dataset"].dropna()):
-        boots.add((e, name), pool_seeds(with_labels(sub[sub["dataset"] == name])), metric, kind, label,
+        boots.add((e, name), pool_seeds(labelled(sub[sub["dataset"] == name])), metric, kind, label,
                   dataset_seed(seed, str(name)))
 
 
@@ -105,7 +106,7 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
         return pd.DataFrame()
     pub = published_versions(published_dir) if published_dir is not None else None
     rows = []
-    per_run, pooled = _reductions_by_dataset(with_labels(single), ("ip_star_run", "ip_star_pooled"))
+    per_run, pooled = _reductions_by_dataset(labelled(single), ("ip_star_run", "ip_star_pooled"))
     for t, name in ((per_run, "per_run"), (pooled, "pooled")):
         for _, r in t.iterrows():
             row = {"dataset": r["dataset"], "grouping": name, "reduction_pct": r["reduction_pct"], "pm": r["pm"],
@@ -128,16 +129,15 @@ def ipstar_groupings(evals: pd.DataFrame, published_dir: Path | None = None) -> 
     return paper_sorted(wide.reset_index())
 
 
-def _reductions_by_dataset(labelled: pd.DataFrame, metrics: tuple[str, ...]) -> list[pd.DataFrame]:
-    """``reduction_table(pool_seeds(labelled), m, kind="ip_star", label="IP*", avg_row=False)`` per metric ``m``,
+def _reductions_by_dataset(frame: pd.DataFrame, metrics: tuple[str, ...]) -> list[pd.DataFrame]:
+    """``reduction_table(pool_seeds(frame), m, kind="ip_star", label="IP*", avg_row=False)`` per metric ``m``,
     one dataset's rows at a time (issue 21: 7M rows at once cost ~1 GB of temporaries): the same rows per dataset,
     the datasets in the order of their first rows, not the one-frame table's (its only user pivots on the dataset,
     which sorts them)."""
-    pool = "seed" in labelled and labelled["seed"].nunique() > 1
-    names = labelled["dataset"].to_numpy()
+    pool = "seed" in frame and frame["seed"].nunique() > 1
     parts: list[list[pd.DataFrame]] = [[] for _ in metrics]
-    for d in pd.unique(labelled["dataset"].dropna()):
-        rows = labelled.iloc[np.flatnonzero(names == d)]
+    for _, at in dataset_rows(frame):
+        rows = frame.iloc[at]
         if pool:  # pool_seeds' expression, decided on all rows
             rows = rows.assign(run=rows["seed"].astype(np.int64) * 1_000_000 + rows["run"].astype(np.int64))
         for part, m in zip(parts, metrics, strict=True):
@@ -145,7 +145,7 @@ def _reductions_by_dataset(labelled: pd.DataFrame, metrics: tuple[str, ...]) -> 
             if len(t):
                 part.append(t)
     return [pd.concat(p, ignore_index=True) if p else
-            reduction_table(pool_seeds(labelled.iloc[:0]), m, kind="ip_star", label="IP*", avg_row=False)
+            reduction_table(pool_seeds(frame.iloc[:0]), m, kind="ip_star", label="IP*", avg_row=False)
             for p, m in zip(parts, metrics, strict=True)]
 
 
@@ -165,7 +165,7 @@ def _table3_column(sub: pd.DataFrame, exp: str) -> pd.DataFrame | None:
     sub = sub[sub["objective"].isin(["full", "vanilla"])] if len(sub) else sub
     if not len(sub):
         return None
-    v = validity_table(pool_seeds(with_labels(sub)), avg_row=False)
+    v = validity_table(pool_seeds(labelled(sub)), avg_row=False)
     v["column"] = v["objective"].map({"full": "ct", "vanilla": "bl"}) + "_" + _TABLE3_COLUMNS[exp]
     return v.pivot(index="dataset", columns="column", values="validity")
 
@@ -201,7 +201,7 @@ def validity_agreement(t3: pd.DataFrame) -> pd.DataFrame:
 def cost_table_unconstrained(evals: pd.DataFrame | Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Appendix: cost reduction without mutability constraints (``single``)."""
     single = experiment_rows(evals, "single")
-    return reduction_table(pool_seeds(with_labels(single)), "cost", kind="cost", label="Cost") if len(single) \
+    return reduction_table(pool_seeds(labelled(single)), "cost", kind="cost", label="Cost") if len(single) \
         else pd.DataFrame()
 
 
@@ -228,7 +228,7 @@ def ablation_pooled(rows: pd.DataFrame) -> pd.DataFrame:
     the report builds them from two reads and frees them first (issue 21: the report's memory)."""
     sub = pool_seeds(rows)
     del rows
-    parts = [ablation_table(with_labels(sub), m, kind=m, label=lab) for m, lab in (("ip", "IP"), ("ip_star", "IP*"))]
+    parts = [ablation_table(labelled(sub), m, kind=m, label=lab) for m, lab in (("ip", "IP"), ("ip_star", "IP*"))]
     return pd.concat(parts, ignore_index=True)
 
 
@@ -236,7 +236,7 @@ def table2(attrib: pd.DataFrame) -> pd.DataFrame:
     """Table 2: median standardised IG on the protected features with the 2.5/97.5% quantiles over rounds."""
     if attrib.empty:
         return attrib
-    g = with_labels(attrib).groupby(["dataset", "objective"])["value"]
+    g = labelled(attrib).groupby(["dataset", "objective"])["value"]
     out = g.agg(median="median", lb_2_5=lambda v: np.quantile(v, 0.025), ub_97_5=lambda v: np.quantile(v, 0.975),
                 n_rounds="count").reset_index()
     out["model"] = out["objective"].map(OBJECTIVE_LABELS).fillna(out["objective"])
@@ -260,7 +260,7 @@ def robustness_figure(robust: pd.DataFrame, path: Path) -> list[Path]:
     """One panel per dataset, one colour per objective (CT, CD, AR, BL), FGSM solid and PGD dashed, mean over seeds."""
     from ..figures.robustness_figures import plot_robustness
 
-    df = with_labels(robust)
+    df = labelled(robust)
     df["objective"] = df["objective"].map(OBJECTIVE_LABELS).fillna(df["objective"])
     return plot_robustness(df, path, hue="objective", col="dataset", col_wrap=3,
                            title="Accuracy under attack (mean over training seeds, band: min–max)")
@@ -311,11 +311,11 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
         if f.empty:
             continue
         seen = True
-        labelled = with_labels(f)  # Table 1's rows carry the labels
+        rows_l = labelled(f)  # Table 1's rows carry the labels
         for i, (e, metric, kind, label) in enumerate(T1_SPECS):
             if e == exp:
-                t1_parts[i] = table1_part(labelled, metric, kind, label)
-        del labelled
+                t1_parts[i] = table1_part(rows_l, metric, kind, label)
+        del rows_l
         t3_parts[exp] = _table3_column(f, exp)
         if exp == "single":
             tables["appendix_cost_unconstrained"] = cost_table_unconstrained({"single": f})

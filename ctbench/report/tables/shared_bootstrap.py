@@ -100,7 +100,7 @@ def _shared_sums(rng: np.random.Generator, pairs: Sequence[tuple[np.ndarray, np.
         segs.append((p0, p1, c0, c1, size if square else 0, starts[first][None, :], cell[p0:p1] - c0))
     wbs = [w.astype(bool) for w in ws]
     m_max = max(p1 - p0 for p0, p1, *_ in segs)
-    ubuf, tbuf, gbuf = np.empty(m_max), np.empty(m_max), np.empty(m_max)
+    ubuf, gbuf = np.empty(m_max), np.empty(m_max)
     kbuf, hbuf = np.empty(m_max, np.int64), np.empty(m_max, bool)
     per = max(1, min(64, n_boot))
     done = 0
@@ -113,10 +113,10 @@ def _shared_sums(rng: np.random.Generator, pairs: Sequence[tuple[np.ndarray, np.
                 rng.random(out=u)
                 if size:
                     shape = (size, c1 - c0)
-                    t, k2 = tbuf[:p1 - p0].reshape(shape), k.reshape(shape)
+                    k2 = k.reshape(shape)
                     g, h = gbuf[:p1 - p0].reshape(shape), hbuf[:p1 - p0].reshape(shape)
-                    np.multiply(u.reshape(c1 - c0, size).T, float(size), out=t)
-                    np.copyto(k2, t, casting="unsafe")
+                    # the product cast to int64 on the way out: the old multiply-then-copyto's truncation, one pass
+                    np.multiply(u.reshape(c1 - c0, size).T, float(size), out=k2, casting="unsafe")
                     k2 += seg_starts
                     for (s, c), vw, wb in zip(out, vws, wbs, strict=True):
                         np.take(vw, k2, out=g, mode="wrap")
@@ -124,8 +124,7 @@ def _shared_sums(rng: np.random.Generator, pairs: Sequence[tuple[np.ndarray, np.
                         s[r, c0:c1] = np.add.reduce(g, axis=0, initial=0.0)
                         c[r, c0:c1] = np.count_nonzero(h, axis=0)
                 else:
-                    np.multiply(u, size_f[p0:p1], out=u)
-                    np.copyto(k, u, casting="unsafe")
+                    np.multiply(u, size_f[p0:p1], out=k, casting="unsafe")
                     k += row_start[p0:p1]
                     for (s, c), vw, w in zip(out, vws, ws, strict=True):
                         s[r, c0:c1] = np.bincount(local, weights=vw[k], minlength=c1 - c0)

@@ -34,6 +34,7 @@ from ...evaluation.seeds import seed_level as _seed_level
 from ...facts import PAPER_ORDER, VERSION_LABELS
 from ..common import paper_sorted
 from ..settings import ReportSettings
+from .relabel import dataset_rows
 
 #: the version reproduced (``../shared/papers/000_…``), then the final version and the March 2025 preprint
 #: the published tables shipped with ctbench (defined here, below the claims rules and ``tables``, which both use it)
@@ -96,10 +97,8 @@ def table1_part(sub: pd.DataFrame, metric: str, kind: str, label: str) -> pd.Dat
     datasets' rows in the order the one-frame recipe gives (that of each dataset's first valid row with a finite
     metric), the same values bit for bit (tested against the one-frame recipe)."""
     pool = "seed" in sub and sub["seed"].nunique() > 1
-    names = sub["dataset"].to_numpy()
     ts, firsts, seeds, facts = [], [], [], []
-    for d in pd.unique(sub["dataset"].dropna()):
-        at = np.flatnonzero(names == d)
+    for _, at in dataset_rows(sub):
         rows = sub.iloc[at]
         pooled = rows.assign(run=rows["seed"].astype(np.int64) * 1_000_000 + rows["run"].astype(np.int64)) \
             if pool else rows  # pool_seeds' expression
@@ -108,7 +107,7 @@ def table1_part(sub: pd.DataFrame, metric: str, kind: str, label: str) -> pd.Dat
             y = paper_value(pd.to_numeric(rows[metric], errors="coerce").astype(float), kind).to_numpy()
             ts.append(t)
             firsts.append(at[np.isfinite(y) & rows["valid"].astype(bool).to_numpy()][0])
-        seeds.append(_seed_level(rows, metric, kind, label))
+        seeds.append(_seed_level_of(rows, t, pool, metric, kind, label))
         facts.append(_cell_facts(rows, metric))
         del rows, pooled
     t = pd.concat([ts[i] for i in np.argsort(firsts, kind="stable")], ignore_index=True) if ts \
@@ -118,6 +117,28 @@ def table1_part(sub: pd.DataFrame, metric: str, kind: str, label: str) -> pd.Dat
         t = pd.concat([t, pd.DataFrame({"dataset": missing, "metric": label})], ignore_index=True)
     t = t.merge(_stacked(seeds), on="dataset", how="left")
     return t.merge(_stacked(facts), on="dataset", how="left")
+
+
+def _seed_level_of(rows: pd.DataFrame, t: pd.DataFrame, pool: bool, metric: str, kind: str,
+                   label: str) -> pd.DataFrame:
+    """``seed_level(rows, metric, kind, label)`` given ``t``, the reduction table of ``rows`` unpooled: where the
+    rows hold one training seed (the report's per-seed tables) that table is the one seed's reduction, so it is not
+    computed a second time (issue 21); anything else goes through ``seed_level``. Same frame (tested)."""
+    if pool or not len(t):
+        return _seed_level(rows, metric, kind, label)
+    if "seed" in rows:
+        s = rows["seed"].unique()
+        if len(s) != 1 or pd.isna(s[0]):
+            return _seed_level(rows, metric, kind, label)
+    out = []
+    for ds, g in t[["dataset", "reduction_pct"]].groupby("dataset", sort=False):
+        v = g["reduction_pct"].dropna().to_numpy(float)
+        n = len(v)  # 0 or 1: seed_level's statistics over one seed
+        out.append({"dataset": ds, "n_seeds": n, "seed_mean": v.mean() if n else np.nan, "seed_sd": np.nan,
+                    "seed_lb": np.nan, "seed_ub": np.nan, "seed_significant": pd.NA,
+                    "seed_values": " ".join(f"{x:.2f}" for x in v)})
+    return pd.DataFrame(out, columns=["dataset", "n_seeds", "seed_mean", "seed_sd", "seed_lb", "seed_ub",
+                                      "seed_significant", "seed_values"])
 
 
 def _stacked(frames: list[pd.DataFrame]) -> pd.DataFrame:
