@@ -38,15 +38,16 @@ def test_templates_are_the_main_ones_under_retrain():
     assert not set(retrain.PATHS) & set(facts.PATHS)  # facts.py untouched: every stage's fingerprint stays
 
 
-def test_the_paper_profile_retrains_ct_and_bl_of_single_with_five_more_seeds():
+def test_the_paper_profile_retrains_single_and_mutability_with_five_more_seeds():
     w = Workflow(PAPER)
     train, evals = w.jobs("retrain_final"), w.jobs("retrain_evaluation")
     datasets = ["lin_sep", "circles", "moons", "over", "adult", "california_housing", "credit_default", "gmsc"]
-    assert [j["dataset"] for j in train] == datasets and len(evals) == 8 * 5
+    assert [j["dataset"] for j in train] == datasets and len(evals) == 8 * 5 * 2   # single and mutability
     assert set(w.seeds) | set(PAPER["retrain"]["seeds"]) == set(range(10))  # ten training seeds per dataset
     job = w.job("retrain_final", {"dataset": "moons"})
-    assert {(m["folder"], m["objective"]) for m in job["members"]} == {("single", "full"), ("baseline", "vanilla")}
-    assert sorted(m["seed"] for m in job["members"]) == sorted([5, 6, 7, 8, 9] * 2)
+    assert {(m["folder"], m["objective"]) for m in job["members"]} == {("single", "full"), ("mutability", "full"),
+                                                                       ("baseline", "vanilla")}
+    assert sorted(m["seed"] for m in job["members"]) == sorted([5, 6, 7, 8, 9] * 3)
     for m in job["members"]:
         # the main model's config apart from the seed, under results/paper/retrain
         assert m["config"] == train_config(PAPER, m["folder"], "moons", m["objective"], m["seed"])
@@ -60,6 +61,10 @@ def test_the_paper_profile_retrains_ct_and_bl_of_single_with_five_more_seeds():
     assert ev["settings"] == main_ev["settings"] and ev["constrained"] == main_ev["constrained"] is False
     assert ev["models"] == {"full": "results/paper/retrain/models/single/adult/full_s7.pt",
                             "vanilla": "results/paper/retrain/models/baseline/adult/vanilla_s7.pt"}
+    ev = w.job("retrain_evaluation", {"experiment": "mutability", "dataset": "moons", "seed": 9})
+    main_ev = w.job("evaluation", {"experiment": "mutability", "dataset": "moons", "seed": 0})
+    assert ev["settings"] == main_ev["settings"] and ev["constrained"] == main_ev["constrained"] is True
+    assert ev["models"]["full"] == "results/paper/retrain/models/mutability/moons/full_s9.pt"
     assert w.outputs("retrain_evaluation")[0] == "results/paper/retrain/eval/single/lin_sep_s5.parquet"
     # the main plans are untouched by the block
     assert len(w.jobs("final")) == 2 * 9 and len(w.jobs("evaluation")) == 9 * 3 * 5
