@@ -1,7 +1,7 @@
 """Why a claim is not judged on a training seed: that seed's evaluations lack a dataset or an experiment that other
-seeds have. The retrain stage trains fewer than the main run (the paper profile's ``retrain`` block: no MNIST, the
-single experiment only), so on its seeds the nine-dataset averages and Table 1's Cost column (the mutability
-experiment) cannot be formed. Such a seed is ``not judged`` with that reason, never ``not yet run``: the
+seeds have. The retrain stage may train fewer than the main run (the paper profile's ``retrain`` block: no MNIST;
+a block without the mutability experiment has no Table 1 Cost column), so on its seeds the nine-dataset averages
+(and then the Cost cells) cannot be formed. Such a seed is ``not judged`` with that reason, never ``not yet run``: the
 experiment ran, on other seeds; and it does not count towards the seed share (as ``not yet run`` did not)."""
 
 from __future__ import annotations
