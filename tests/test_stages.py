@@ -161,8 +161,10 @@ def test_prop31():
 
 def test_figures():
     jobs = stage("figures").jobs(SMOKE)
-    assert jobs == [{"figure": "figure1", "quick": True, "fidelity": "reference", "fidelity_overrides": {}}]
-    mnist = stage("figures").jobs({**SMOKE, "datasets": ["mnist"]})[1]
+    assert jobs == [{"figure": "figure1", "quick": True, "fidelity": "reference", "fidelity_overrides": {}},
+                    {"figure": "black_figure1", "quick": True, "seed": 0, "fidelity": "reference"},
+                    {"figure": "black_figure2", "quick": True, "seed": 0, "fidelity": "reference"}]
+    mnist = next(j for j in stage("figures").jobs({**SMOKE, "datasets": ["mnist"]}) if j["figure"] == "mnist")
     assert (mnist["ct"], mnist["bl"]) == ("results/smoke/models/mutability/mnist/full_s0.pt",
                                           "results/smoke/models/baseline/mnist/vanilla_s0.pt")
     df = stage("figures").run({**jobs[0], "epochs": 1, "n_factuals": 2})
