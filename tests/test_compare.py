@@ -92,6 +92,11 @@ def test_a_slice_is_compared_on_every_number_it_makes_and_nothing_else(tmp_path)
     part = pd.DataFrame({"dataset": ["LS", "Moon", "Avg."], "metric": "IP", "reduction_pct": [19.0, 7.6, 13.3]})
     part.to_csv(fresh / "table1.csv", index=False)
     pd.DataFrame({"claim": ["ip_avg"], "verdict": ["partly"]}).to_csv(fresh / "verdicts.csv", index=False)
+    # the per-seed cell table has a row per cell claim and seed, so a slice writes the others empty
+    pd.DataFrame({"claim": ["t1_ip_gmsc"], "dataset": ["GMSC"], "metric": ["IP"], "seed": [7],
+                  "reduction_pct": [5.1]}).to_csv(committed / "table1_seeds.csv", index=False)
+    pd.DataFrame({"claim": ["t1_ip_gmsc"], "dataset": ["GMSC"], "metric": ["IP"], "seed": [7],
+                  "reduction_pct": [float("nan")]}).to_csv(fresh / "table1_seeds.csv", index=False)
     assert compare_reports(committed, fresh, slice_of=True).empty
     assert len(compare_reports(committed, fresh)) > 0  # without --slice: GMSC missing, Avg. and the verdict moved
 

@@ -61,9 +61,11 @@ def _tables(folder: Path) -> dict[str, Path]:
 
 
 #: tables whose every row pools all datasets or all claims: a slice of the paper (the ``verify`` profile) cannot
-#: reproduce them, so ``compare --slice`` leaves them out (as it leaves out the "Avg." rows of the others)
+#: reproduce them, so ``compare --slice`` leaves them out (as it leaves out the "Avg." rows of the others);
+#: ``table1_seeds.csv`` has a row per Table-1 cell claim and seed, the retrain stage's seeds included, whatever the
+#: slice ran (its per-seed values are ``table1.csv``'s ``seed_values``, which the slice does compare)
 WHOLE_SET_TABLES = ("verdicts.csv", "verdicts_seeds.csv", "table1_agreement.csv", "table3_agreement.csv",
-                    "grid_effects.csv", "fidelity_effects.csv")
+                    "grid_effects.csv", "fidelity_effects.csv", "table1_seeds.csv")
 #: key values of rows that pool datasets
 POOLED_ROWS = ("Avg.",)
 
