@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from seed_files import eval_file
 
 from ctbench.cli import main
 from ctbench.report.book.findings_pages import render_retraining
@@ -48,26 +49,7 @@ CLAIMS = [
 
 
 def _eval_file(folder: Path, dataset: str, seed: int, reduction: float) -> str:
-    """One evaluation file of one training seed: 10 runs × 20 individuals, BL's IP 10 ± 1%, CT's IP scaled by
-    1 − reduction/100, every counterfactual valid; its sidecar names the seed as the evaluation command does."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for run in range(10):
-        for obj, scale in (("full", 1 - reduction / 100), ("vanilla", 1.0)):
-            ip = 10.0 * scale * (1 + 0.01 * rng.standard_normal(20))
-            rows.append(pd.DataFrame({"dataset": dataset, "experiment": "single", "seed": seed, "model": obj,
-                                      "objective": obj, "lambda_energy": 0.5, "run": run, "individual": range(20),
-                                      "valid": True, "ip": ip, "ip_star": ip / 10, "cost": 1.0}))
-    path = folder / f"{dataset}_s{seed}.csv"
-    pd.concat(rows, ignore_index=True).to_csv(path, index=False)
-    side = {"kind": "counterfactual_evaluation", "experiment": "single", "dataset": dataset,
-            "fidelity": {"mode": "reference"},
-            "models": {o: {"seed": seed, "provenance": {"git_commit": "0" * 40}} for o in ("full", "vanilla")},
-            "provenance": {"git_commit": "0" * 40},
-            "performance": [{"model": o, "objective": o, "accuracy": 1.0, "macro_f1": 1.0}
-                            for o in ("full", "vanilla")]}
-    Path(f"{path}.json").write_text(json.dumps(side))
-    return str(path)
+    return eval_file(folder, dataset, seed, reduction)
 
 
 @pytest.fixture(scope="module")

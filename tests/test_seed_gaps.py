@@ -5,13 +5,13 @@ written per training seed with its verdict against July and the final version (t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from seed_files import eval_file
 
 from ctbench.cli import main
 from ctbench.report.claims.cell_seeds import CELL_SEEDS_FILE
@@ -33,26 +33,7 @@ CLAIMS = [
 
 
 def _eval_file(folder: Path, dataset: str, experiment: str, seed: int, reduction: float) -> str:
-    """One evaluation file of one training seed and experiment (BL's metric 10 ± 1%, CT's scaled by
-    1 − reduction/100), its sidecar naming the seed as the evaluation command does."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for run in range(10):
-        for obj, scale in (("full", 1 - reduction / 100), ("vanilla", 1.0)):
-            v = 10.0 * scale * (1 + 0.01 * rng.standard_normal(20))
-            rows.append(pd.DataFrame({"dataset": dataset, "experiment": experiment, "seed": seed, "model": obj,
-                                      "objective": obj, "lambda_energy": 0.5, "run": run, "individual": range(20),
-                                      "valid": True, "ip": v, "ip_star": v / 10, "cost": v}))
-    path = folder / f"{experiment}_{dataset}_s{seed}.csv"
-    pd.concat(rows, ignore_index=True).to_csv(path, index=False)
-    side = {"kind": "counterfactual_evaluation", "experiment": experiment, "dataset": dataset,
-            "fidelity": {"mode": "reference"},
-            "models": {o: {"seed": seed, "provenance": {"git_commit": "0" * 40}} for o in ("full", "vanilla")},
-            "provenance": {"git_commit": "0" * 40},
-            "performance": [{"model": o, "objective": o, "accuracy": 1.0, "macro_f1": 1.0}
-                            for o in ("full", "vanilla")]}
-    Path(f"{path}.json").write_text(json.dumps(side))
-    return str(path)
+    return eval_file(folder, dataset, seed, reduction, experiment, cost_follows_ip=True)
 
 
 @pytest.fixture(scope="module")
