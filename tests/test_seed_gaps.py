@@ -29,6 +29,14 @@ CLAIMS = [
     {"id": "ip_avg", "text": "IP on average", "source": "Table 1", "rule": "value", "file": "table1.csv",
      "select": {"metric": "IP"}, "over": {"dataset": ["LS", "Circ"]}, "column": "reduction_pct", "agg_over": "mean",
      "published": 40.0, "tolerance": {"abs": 5.0}},
+    # rules over several items judge the items present: on a seed without Circ they would judge LS alone
+    {"id": "ip_positive", "text": "IP reduced on LS and Circ", "source": "Table 1", "rule": "relation",
+     "file": "table1.csv", "select": {"metric": "IP"}, "over": {"dataset": ["LS", "Circ"]},
+     "left": {"column": "reduction_pct"}, "right": {"value": 0}, "op": ">", "published": "both",
+     "tolerance": {"abs": 0.0}},
+    {"id": "ip_above_20", "text": "IP above 20 on LS only", "source": "Table 1", "rule": "which",
+     "file": "table1.csv", "select": {"metric": "IP"}, "over": {"dataset": ["LS", "Circ"]},
+     "column": "reduction_pct", "op": "<", "threshold": 20, "expected": [], "published": "none"},
 ]
 
 
@@ -58,7 +66,7 @@ def _long(report: Path) -> pd.DataFrame:
 
 def test_a_dataset_the_retrain_seeds_have_no_model_of_is_not_judged_there(report):
     long = _long(report)
-    for cid in ("t1_ip_circ", "ip_avg"):
+    for cid in ("t1_ip_circ", "ip_avg", "ip_positive", "ip_above_20"):
         late = long[(long["claim"] == cid) & (long["seed"] >= 5)]
         assert list(late["seed"]) == [5, 6, 7, 8, 9] and set(late["verdict"]) == {NOT_JUDGED}, cid
         assert set(late["note"]) == {"not judged: no Circ model (the retrain stage skips Circ)"}, cid
@@ -68,6 +76,10 @@ def test_a_dataset_the_retrain_seeds_have_no_model_of_is_not_judged_there(report
     assert "not judged on seeds 5, 6, 7, 8, 9: no Circ model (the retrain stage skips Circ)" in note
     assert "not yet run" not in note
     assert v.loc["ip_avg", "seeds_held"].endswith("of 5")  # the unjudged seeds are not counted
+    # judged on the main seeds, where both datasets are there
+    early = long[long["claim"].isin(["ip_positive", "ip_above_20"]) & (long["seed"] < 5)]
+    assert len(early) == 10 and set(early["verdict"]) <= {"reproduced", "partly", "not reproduced"}
+    assert v.loc["ip_positive", "seeds_held"] == "5 of 5"
 
 
 def test_an_experiment_the_retrain_seeds_did_not_run_is_named(report):

@@ -115,6 +115,7 @@ def evaluate_claim(claim: Claim, report_dir: str | Path, cache: dict | None = No
         row.update({k: results[main].get(k, "") for k in ("ours", "interval", "verdict", "note")})
         row["version"] = main
         row["published"] = published[main]
+        row["missing"] = list(results[main].get("missing") or [])  # not a column: read by the per-seed judging
     row["versions_note"] = _versions_note(claim, published)
     extra = claim.spec.get("note")
     if extra:

@@ -2,10 +2,11 @@
 
 Every rule is a deterministic function of one report table and one published version:
 ``rule(claim, table, version) -> {ours, interval, verdict, note}``. A missing row or value raises :class:`Missing`
-(→ ``not yet run``); a row that is there but withheld with its reason (a ``flag`` "not computable: …"), or a
-comparison whose two sides the run did not separate (``must_differ``), raises :class:`NotComputable`
-(→ ``not computable``). Two principles hold for every rule: a claim whose sign is opposite to
-the paper's is never reproduced, and a claim whose significance differs from the paper's (in either direction) is at
+(→ ``not yet run``); a rule over several items that judges the items present also returns ``missing``, the items it
+lacked (so a per-seed judgement can tell a seed without a dataset's model from a failing one); a row that is
+there but withheld with its reason (a ``flag`` "not computable: …"), or a comparison whose two sides the run did
+not separate (``must_differ``), raises :class:`NotComputable` (→ ``not computable``). Two principles hold for every
+rule: a claim whose sign is opposite to the paper's is never reproduced, and a claim whose significance differs from the paper's (in either direction) is at
 most ``partly``.
 """
 
@@ -285,7 +286,8 @@ def rule_no_effect(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, An
         notes.append(f"significant effect beyond {tol_text(tol)}: {', '.join(failed)}")
     if missing:
         notes.append(f"not yet run: {', '.join(missing)}")
-    return {"ours": "; ".join(shown), "interval": "", "verdict": verdict, "note": "; ".join(notes)}
+    return {"ours": "; ".join(shown), "interval": "", "verdict": verdict, "note": "; ".join(notes),
+            "missing": missing}
 
 
 def holds(left: float, right: float, op: str, margin: float) -> bool:
@@ -385,7 +387,8 @@ def rule_relation(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any
         notes.append(f"not separated by the run (identical in {cols}), left out: {', '.join(same)}")
     if missing:
         notes.append(f"not yet run: {', '.join(missing)}")
-    return {"ours": "; ".join(shown), "interval": "", "verdict": verdict, "note": "; ".join(notes)}
+    return {"ours": "; ".join(shown), "interval": "", "verdict": verdict, "note": "; ".join(notes),
+            "missing": missing}
 
 
 def rule_most_often(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
@@ -439,7 +442,8 @@ def rule_which(claim: Claim, df: pd.DataFrame, version: str) -> dict[str, Any]:
     notes = [f"{cond} on: {', '.join(sorted(found)) or 'none'}; the paper: {', '.join(sorted(expected)) or 'none'}"]
     if missing:
         notes.append(f"not yet run: {', '.join(missing)}")
-    return {"ours": "; ".join(shown), "interval": "", "verdict": verdict, "note": "; ".join(notes)}
+    return {"ours": "; ".join(shown), "interval": "", "verdict": verdict, "note": "; ".join(notes),
+            "missing": missing}
 
 
 @lru_cache(maxsize=4)

@@ -122,12 +122,15 @@ def gap_reason(claim: Claim, seed: int, folders: dict[int, Path]) -> str:
 
 def mark_gaps(long: pd.DataFrame, claims: dict[str, Claim], folders: dict[int, Path],
               cells: list[dict] | None = None) -> pd.DataFrame:
-    """``long`` (:func:`.seeds.judge_seeds`) with each ``not yet run`` row whose seed lacks the claim's inputs
-    relabelled :data:`NOT_JUDGED`, its note the reason (:func:`gap_reason`); the reason also goes to the ``note`` of
-    that claim's and seed's row of ``cells`` (:func:`.cell_seeds.cell_row`)."""
+    """``long`` (:func:`.seeds.judge_seeds`) with each row whose seed lacks the claim's inputs relabelled
+    :data:`NOT_JUDGED`, its note the reason (:func:`gap_reason`): a ``not yet run`` row, and a row judged on the items
+    present with some missing (its ``missing`` column, when ``long`` has one): a claim over nine datasets judged on a
+    seed without MNIST's model is not the claim. The reason also goes to the ``note`` of that claim's and seed's row
+    of ``cells`` (:func:`.cell_seeds.cell_row`)."""
     out = long.copy()
     by_key = {(c["claim"], c["seed"]): c for c in cells or []}
-    for i in out.index[out["verdict"] == NOT_YET_RUN]:
+    partial = out["missing"].map(bool) if "missing" in out else pd.Series(False, index=out.index)
+    for i in out.index[(out["verdict"] == NOT_YET_RUN) | partial]:
         cid, seed = out.at[i, "claim"], int(out.at[i, "seed"])
         reason = gap_reason(claims[cid], seed, folders)
         if reason:

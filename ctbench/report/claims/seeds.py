@@ -228,12 +228,12 @@ def judge_seeds(claims_yaml: str | Path, folders: dict[int, Path],
                 if "train_seconds" in times and times["train_seconds"].isna().any():
                     note, verdict = SHARED_TIME, NOT_JUDGED  # ran, but its seeds were not timed apart
             rows.append({"claim": c.id, "seed": int(seed), "verdict": verdict, "ours": r["ours"],
-                         "note": note, "file": c.file})
+                         "note": note, "file": c.file, "missing": r.get("missing", [])})
             cell = cell_row(c, seed, cache.get((c.file, False)), r) if cells is not None else None
             if cell is not None:
                 cells.append(cell)
-    long = pd.DataFrame(rows, columns=["claim", "seed", "verdict", "ours", "note", "file"])
-    return mark_gaps(long, {c.id: c for c in claims}, folders, cells)
+    long = pd.DataFrame(rows, columns=["claim", "seed", "verdict", "ours", "note", "file", "missing"])
+    return mark_gaps(long, {c.id: c for c in claims}, folders, cells).drop(columns="missing")
 
 
 def seed_verdicts(claims_yaml: str | Path, cells: list[dict[str, Any]] | None = None, **inputs: Any) -> pd.DataFrame:
