@@ -6,8 +6,8 @@ Every rule is a deterministic function of one report table and one published ver
 lacked (so a per-seed judgement can tell a seed without a dataset's model from a failing one); a row that is
 there but withheld with its reason (a ``flag`` "not computable: …"), or a comparison whose two sides the run did
 not separate (``must_differ``), raises :class:`NotComputable` (→ ``not computable``). Two principles hold for every
-rule: a claim whose sign is opposite to the paper's is never reproduced, and a claim whose significance differs from the paper's (in either direction) is at
-most ``partly``.
+rule: a claim whose sign is opposite to the paper's is never reproduced, and a claim whose significance differs from
+the paper's (in either direction) is at most ``partly``.
 """
 
 from __future__ import annotations
