@@ -33,7 +33,8 @@ def test_first_page_of_the_committed_set_leads_with_the_findings():
     assert "farthest from the July 2025 preprint" in page and "- **GMSC IP\\***: ours 13.78" in page
     assert "CT's test accuracy is 8.2 percentage points below BL's" in page   # the cell's facts, its causes
     assert "Over training seeds" in page and "5 seeds" in page
-    assert "GMSC IP\\* from -8.2 to +40.3% over 5 seeds" in page                # the widest spread over seeds
+    # the widest spread over seeds, the retrain stage's seeds included (table1_seeds.csv)
+    assert "Circ IP\\* from +10.0 to +98.9% over 10 seeds" in page
     assert "This book shows the" not in page                 # the paper profile needs no warning
 
 
@@ -83,6 +84,19 @@ def test_the_first_page_follows_its_files(tmp_path):
     farthest = after.split("farthest from the July 2025 preprint")[1]
     assert farthest.split("\n- ")[1].startswith("**Circ IP**: ours -150.00")      # now the first of the five
     assert "the widest ranges of a cell's reduction over training seeds: Circ IP from -300.0 to +100.0%" in after
+
+
+def test_the_seed_ranges_take_every_seed_of_table1_seeds(tmp_path):
+    """The widest ranges over training seeds read table1_seeds.csv (the retrain stage's seeds too) where the report
+    has it, table1.csv's seed_values (the profile's seeds) where it does not."""
+    rep = _copy_report(tmp_path)
+    without = render_findings(rep, _verdicts(rep))
+    assert "over 5 seeds" in without and "over 10 seeds" not in without
+    cells = pd.read_csv(COMMITTED / "table1_seeds.csv")
+    cells.loc[(cells["dataset"] == "OL") & (cells["metric"] == "IP") & (cells["seed"] == 7), "reduction_pct"] = 500.0
+    cells.to_csv(rep / "table1_seeds.csv", index=False)
+    with_cells = render_findings(rep, _verdicts(rep))
+    assert "training seeds: OL IP from -0.9 to +500.0% over 10 seeds" in with_cells
 
 
 def test_a_quick_profile_book_says_so_on_its_first_page(tmp_path):

@@ -132,7 +132,9 @@ def _disagreements(verdicts: pd.DataFrame, table1: pd.DataFrame | None, report: 
     return "\n".join(out)
 
 
-def _seeds(table1: pd.DataFrame | None) -> str:
+def _seeds(table1: pd.DataFrame | None, cells: pd.DataFrame | None = None) -> str:
+    """The Table-1 cells over training seeds: the seed-level interval (the profile's seeds, ``table1.csv``) and the
+    widest ranges, over every seed ``cells`` (``table1_seeds.csv``: the retrain stage's seeds too) has."""
     if table1 is None or "seed_significant" not in table1.columns or "n_seeds" not in table1.columns:
         return ""
     t = table1[(table1["dataset"] != "Avg.") & pd.to_numeric(table1["n_seeds"], errors="coerce").gt(1)]
@@ -148,14 +150,30 @@ def _seeds(table1: pd.DataFrame | None) -> str:
     return (f"**Over training seeds.** Each Table-1 cell was also computed per training seed ({n} seeds): the "
             f"interval over seeds shows a reduction on {held} of {len(t)} cells, an increase on {neg}, and "
             f"includes 0 on {unsure}" + (f" ({hang}): there the sign hangs on which models were trained" if hang
-                                         else "") + "." + _spreads(t) + "\n")
+                                         else "") + "." + _spreads(t, cells) + "\n")
 
 
-def _spreads(t: pd.DataFrame, top: int = 3) -> str:
-    """The cells whose per-seed reductions (``seed_values``) spread the most, as a sentence."""
-    rows = []
+def _seed_values(t: pd.DataFrame, cells: pd.DataFrame | None) -> dict[tuple[str, str], list[float]]:
+    """Each cell's reductions per training seed: from ``cells`` (every seed, retrain seeds included) where it has
+    the cell, else from ``table1.csv``'s ``seed_values`` (the profile's seeds)."""
+    out = {}
     for _, r in t.iterrows():
-        vals = [float(x) for x in str(r.get("seed_values", "") or "").split() if x not in ("nan", "")]
+        out[(str(r["dataset"]), str(r["metric"]))] = [
+            float(x) for x in str(r.get("seed_values", "") or "").split() if x not in ("nan", "")]
+    if cells is not None and {"dataset", "metric", "seed", "reduction_pct"} <= set(cells.columns):
+        for (d, m), g in cells.groupby(["dataset", "metric"], sort=False):
+            vals = pd.to_numeric(g.sort_values("seed")["reduction_pct"], errors="coerce").dropna().tolist()
+            if (str(d), str(m)) in out and vals:
+                out[(str(d), str(m))] = vals
+    return out
+
+
+def _spreads(t: pd.DataFrame, cells: pd.DataFrame | None = None, top: int = 3) -> str:
+    """The cells whose per-seed reductions spread the most, as a sentence."""
+    rows = []
+    per_cell = _seed_values(t, cells)
+    for _, r in t.iterrows():
+        vals = per_cell[(str(r["dataset"]), str(r["metric"]))]
         if len(vals) > 1:
             rows.append((max(vals) - min(vals), r["dataset"], r["metric"], min(vals), max(vals), len(vals)))
     if not rows:
@@ -257,7 +275,7 @@ def render_findings(report: Path | None, verdicts: pd.DataFrame | None) -> str:
     dis = _disagreements(verdicts, table1, report)
     if dis:
         parts.append(dis)
-    seeds = _seeds(table1)
+    seeds = _seeds(table1, read_report_csv(report, "table1_seeds.csv"))
     if seeds:
         parts.append(seeds)
     retrain = render_retraining(verdicts)
