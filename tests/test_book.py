@@ -135,6 +135,9 @@ def test_includes_without_a_report_are_notes(tmp_path):
         assert "Not yet run in this profile" in out[name].read_text(), name
     assert "not yet run" in out["verdicts"].read_text()
     assert "`ce_step_size`" in out["fidelity_switches"].read_text()   # from the code, always present
+    # OL's measured causes are committed benchmark files, rendered whatever the report (issue 25, items 4 and 2)
+    from ctbench.report.text.ol_causes_text import render_ol_causes
+    assert out["discrepancy_ol_causes"].read_text() == render_ol_causes()
 
 
 def test_includes_from_a_report(tmp_path):

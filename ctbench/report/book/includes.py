@@ -181,6 +181,10 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
     pages["discrepancy_switches"] = render_switch_findings(src, PUBLISHED_DIR) if src is not None else ""
     # variants live beside the original report folder (../variants/), not beside the copy in _generated/
     pages["discrepancy_variants"] = render_variant_findings(report) if report is not None else ""
+    # OL's validity and IP* causes are committed benchmark results (benchmarks/results/ol-causes*.csv), not report
+    # outputs: rendered whatever report folder is given
+    from ..text.ol_causes_text import render_ol_causes
+    pages["discrepancy_ol_causes"] = render_ol_causes()
     # the two-box rerun of Min-ℓ1/ℓ2 lives beside the original report folder too (../consistency_boxes/)
     from .consistency_pages import render_boxes
     pages["consistency_boxes"] = render_boxes(report)
