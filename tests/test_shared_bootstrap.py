@@ -89,7 +89,7 @@ def test_table1_bootstrap_is_the_old_loop(nan_cost, monkeypatch):
     monkeypatch.setattr(agg, "_BLOCK", 300)
     evals = _evals(seed=4, datasets=("moons", "lin_sep", "my_data"), nan_cost=nan_cost)
     evals = evals[~((evals["dataset"] == "lin_sep") & (evals["experiment"] == "mutability"))]
-    new = table1_bootstrap(evals, n_boot=50)
+    new = table1_bootstrap(evals, n_boot=50, draws="rows")
     old = _old_table1_bootstrap(evals, n_boot=50)
-    assert len(new) == 5
-    pd.testing.assert_frame_equal(new, old, check_exact=True)
+    assert len(new) == 5 and (new["draws"] == "rows").all()
+    pd.testing.assert_frame_equal(new.drop(columns="draws"), old, check_exact=True)

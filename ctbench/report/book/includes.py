@@ -98,6 +98,11 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
                     with_interval(2)),
                    ("mean difference [interval]", ["mean_delta", "mean_delta_lb", "mean_delta_ub"], with_interval(3))],
             legend="Bootstrap over individuals: percentile interval of the reduction and of the mean difference. "
+                   "Each replicate resamples the counterfactuals with replacement within every (run, objective, "
+                   "λ) stratum; since issue 21 it draws what the statistic uses of a stratum (column `draws`: "
+                   "`cells`): the number of valid counterfactuals drawn (binomial, exact) and the sum of their "
+                   "values (drawn one by one up to 30, else normal with the exact mean and variance), instead of "
+                   "every row (`rows`, the tables before). "
                    "IP* is left out: it is one MMD per group of counterfactuals, so a bootstrap over individuals "
                    "would have to recompute the MMD for every resample; reusing the group values gave zero-width "
                    "intervals."),

@@ -167,13 +167,23 @@ def shared_bootstraps(jobs: Sequence[tuple[pd.DataFrame, str, str | None, str]],
     return [done[i] for i in range(len(jobs))]
 
 
+#: how a replicate is drawn: ``"rows"`` every row of a stratum (``bootstrap_reduction``'s draws, bit for bit),
+#: ``"cells"`` each stratum's valid count and valid sum (:mod:`.cell_bootstrap`: the same estimator up to a
+#: central-limit step, two random numbers per stratum instead of one per row)
+DRAWS = ("cells", "rows")
+
+
 class Bootstraps:
     """Bootstraps collected one frame at a time (:meth:`add`: the frame can be freed after it) and run together
-    (:meth:`run`): frames of one seed with the same strata share their draws."""
+    (:meth:`run`). ``draws="rows"``: frames of one seed with the same strata share their draws; ``draws="cells"``
+    (the report's default since issue 21): each frame draws its strata's counts and sums from its own seed."""
 
     def __init__(self, *, n_boot: int = 1000, level: float = 0.99, ct: str = "full", bl: str = "vanilla",
-                 max_bytes: int = 64 * 2**20):
+                 max_bytes: int = 64 * 2**20, draws: str = "rows"):
+        if draws not in DRAWS:
+            raise ValueError(f"Bootstraps: draws must be one of {DRAWS}, got {draws!r}")
         self.n_boot, self.level, self.ct, self.bl, self.max_bytes = n_boot, level, ct, bl, max_bytes
+        self.draws = draws
         self.done: dict = {}
         self.order: list = []  # the keys, as added
         self.groups: list[tuple[int, _Layout, list[tuple[object, _Layout, str]]]] = []
@@ -187,7 +197,8 @@ class Bootstraps:
                                                      n_boot=self.n_boot, level=self.level, seed=seed,
                                                      max_bytes=self.max_bytes)
             return
-        home = next((m for s, first, m in self.groups if s == seed and first.same_draws(lay)), None)
+        home = None if self.draws == "cells" else \
+            next((m for s, first, m in self.groups if s == seed and first.same_draws(lay)), None)
         if home is None:
             self.groups.append((seed, lay, [(key, lay, label)]))
         else:
@@ -198,10 +209,17 @@ class Bootstraps:
         for seed, first, members in self.groups:
             rng = np.random.default_rng(seed)
             reps = [{k: [] for k in ("mean_delta", "reduction_pct", "reduction_rom_pct")} for _ in members]
-            pairs = [(lay.vals * lay.w, lay.w) for _, lay, _ in members]
             n_cell = first.J * first.n_lam
-            for sums in _shared_sums(rng, pairs, first.cell, first.starts, first.sizes, self.n_boot, n_cell,
-                                     self.max_bytes):
+            if self.draws == "cells":  # one member per group
+                from .cell_bootstrap import cell_moments, cell_sums
+
+                moments = cell_moments(first.cell, first.vals, first.w, first.starts, first.sizes)
+                blocks = ([one] for one in cell_sums(rng, moments, self.n_boot, n_cell, self.max_bytes))
+            else:
+                pairs = [(lay.vals * lay.w, lay.w) for _, lay, _ in members]
+                blocks = _shared_sums(rng, pairs, first.cell, first.starts, first.sizes, self.n_boot, n_cell,
+                                      self.max_bytes)
+            for sums in blocks:
                 for rep, (s_sum, c_sum) in zip(reps, sums, strict=True):
                     b = len(s_sum)
                     shape = (b, first.J, first.n_lam)
