@@ -381,10 +381,13 @@ def main(argv: list[str] | None = None) -> None:
             floor_s = total / (peak[dtype] * 1e9)
             rows.append(dict(stage=name, jobs=int(r["jobs"]), cpu_s=round(r["cpu_seconds"], 1), floor_flop=total,
                              floor_s=round(floor_s, 2), ratio=round(r["cpu_seconds"] / floor_s, 1),
-                             dominant=f"{dominant} ({flops[dominant] / total:.0%})", assumptions=why))
+                             dominant=f"{dominant} ({flops[dominant] / total:.0%})",
+                             terms="; ".join(f"{k} {v / (peak[dtype] * 1e9):.3g} s" for k, v in flops.items()),
+                             assumptions=why))
         else:
             rows.append(dict(stage=name, jobs=int(r["jobs"]), cpu_s=round(r["cpu_seconds"], 1), floor_flop=None,
-                             floor_s=None, ratio=None, dominant="not computed", assumptions=NOT_COUNTED[name]))
+                             floor_s=None, ratio=None, dominant="not computed", terms="",
+                             assumptions=NOT_COUNTED[name]))
     out = pd.DataFrame(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"floors-{_git_commit()}"
