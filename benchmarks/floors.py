@@ -83,6 +83,14 @@ def training_flops(fwd: int, n_train: int, epochs: int, nce: int = 0, mean_steps
     return {"sgd": sgd, "search": search, "ce_loss": ce_loss}
 
 
+def n_counterfactuals(nce: int | None, n_train: int, batch_size: int) -> int:
+    """Counterfactuals searched per epoch as the trainer draws them (``generate_epoch_counterfactuals``): nce, at
+    least one per batch, at most the training set (None = all)."""
+    if nce is None:
+        return n_train
+    return min(max(nce, -(-n_train // batch_size)), n_train)
+
+
 def ig_flops(fwd: int, rounds: int, samples: int, steps: int) -> float:
     """Integrated gradients: rounds·samples rows, steps+1 points on the path, each a forward and an input gradient."""
     return 2.0 * fwd * rounds * samples * (steps + 1)
@@ -159,8 +167,9 @@ class Counter:
         log, cfg = s["log"], s["config"]
         vanilla = s.get("objective_effective", cfg["objective"])["name"] == "vanilla"
         steps = None if vanilla else log.get("mean_steps")
-        return training_flops(self.fwd(model_path), s["dataset"]["meta"]["n_train"], len(log["epoch"]),
-                              cfg["training"]["nce"], steps)
+        n_train, tr = s["dataset"]["meta"]["n_train"], cfg["training"]
+        return training_flops(self.fwd(model_path), n_train, len(log["epoch"]),
+                              n_counterfactuals(tr["nce"], n_train, tr["batch_size"]), steps)
 
     # stages ---------------------------------------------------------------------------------------------------
     def train(self, kind: str, rule: str | None = None) -> dict[str, float]:
@@ -195,8 +204,9 @@ class Counter:
             for point, cfg in meta["configs"].items():
                 spec.update(hidden=cfg["model"]["hidden"], layers=cfg["model"]["layers"])
                 steps = epochs.loc[epochs["point"] == point, "mean_steps"].tolist()
-                f = training_flops(model_forward(spec), base["dataset"]["meta"]["n_train"], len(steps),
-                                   cfg["training"]["nce"], steps)
+                n_train, tr = base["dataset"]["meta"]["n_train"], cfg["training"]
+                f = training_flops(model_forward(spec), n_train, len(steps),
+                                   n_counterfactuals(tr["nce"], n_train, tr["batch_size"]), steps)
                 for k, v in f.items():
                     tot[k] += v
         return tot
@@ -270,7 +280,8 @@ class Counter:
                 epochs = cfg["training"]["epochs"]
                 vanilla = cfg["objective"]["name"] == "vanilla"
                 steps = None if vanilla else self.sidecar(main)["log"]["mean_steps"][:epochs]
-                f = training_flops(model_forward(spec), n_train, epochs, cfg["training"]["nce"], steps)
+                nce = n_counterfactuals(cfg["training"]["nce"], n_train, cfg["training"]["batch_size"])
+                f = training_flops(model_forward(spec), n_train, epochs, nce, steps)
                 m = meta["models"][name]
                 for k, v in f.items():
                     tot[k] += v * (1 + m["n_rs"] + m["n_loo"])

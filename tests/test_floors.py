@@ -26,6 +26,13 @@ def test_two_layer_mlp_training_flops():
     assert floors.training_flops(fwd, 10, 2) == {"sgd": 1440.0, "search": 0.0, "ce_loss": 0.0}
 
 
+def test_counterfactuals_per_epoch_as_the_trainer_draws_them():
+    assert floors.n_counterfactuals(1000, n_train=3000, batch_size=30) == 1000   # nce
+    assert floors.n_counterfactuals(10, n_train=3000, batch_size=30) == 100      # one per batch at least
+    assert floors.n_counterfactuals(5000, n_train=700, batch_size=32) == 700     # the training set at most
+    assert floors.n_counterfactuals(None, n_train=700, batch_size=32) == 700
+
+
 def test_lenet_forward_counts_convs_per_output_pixel():
     conv1 = 2 * 1 * 25 * 6 * 28 * 28
     conv2 = 2 * 6 * 25 * 16 * 14 * 14
