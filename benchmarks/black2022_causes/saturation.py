@@ -1,13 +1,15 @@
 """Is Min-L1/L2's failure on CTG the saturated factuals? Logit margin of the base model per factual vs success."""
 import pickle
+import sys
 
 import numpy as np
 import torch
+from ctg_features import features_arg, pickle_path
 
 from ctbench.experiments.consistency import _targets
 from ctbench.generators import make_method
 
-P = pickle.load(open("/tmp/bg/cardiotocography_20.pkl", "rb"))
+P = pickle.load(open(pickle_path("cardiotocography", 20, features_arg(sys.argv[1:])[1]), "rb"))
 data, cons, base = P["data"], P["cons"], P["base"]
 torch.set_num_threads(1)
 x = torch.as_tensor(data.X_test, dtype=torch.float32)

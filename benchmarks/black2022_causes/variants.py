@@ -6,14 +6,16 @@ import time
 
 import numpy as np
 import torch
+from ctg_features import features_arg, pickle_path
 
 from ctbench.experiments.consistency import ARCHITECTURES, _targets
 from ctbench.experiments.consistency_search import evaluate
 from ctbench.generators import make_method
 
-ds, n = sys.argv[1], sys.argv[2]
-which = sys.argv[3].split(",")
-P = pickle.load(open(f"/tmp/bg/{ds}_{n}.pkl", "rb"))
+argv, features = features_arg(sys.argv[1:])
+ds, n = argv[0], argv[1]
+which = argv[2].split(",")
+P = pickle.load(open(pickle_path(ds, n, features), "rb"))
 data, cons, base, retr = P["data"], P["cons"], P["base"], P["retr"]
 torch.set_num_threads(1)
 a = ARCHITECTURES[ds]
