@@ -73,3 +73,21 @@ def summarise(df: pd.DataFrame, *, ip_star: str = "ip_star", validity: str = "va
 def with_switches(fid, **changes):
     """The models' resolved switches with ``changes`` (e.g. ``ce_step_size=0.25``)."""
     return dataclasses.replace(fid, **changes)
+
+
+def cli_args(argv: list[str], doc: str, default_runs: int, result: str):
+    """The scripts' shared command line ``RESULTS SEEDS [N_RUNS [OUT]]``: the paper set's results folder, the seeds
+    (``0-9`` or ``0,2,5``), the evaluation runs and the CSV to write (default ``benchmarks/results/<result>``); one
+    thread, as the paper jobs run. Returns (root, seeds, n_runs, out)."""
+    from pathlib import Path
+
+    import torch
+    from evaluate import seeds_of
+
+    if len(argv) < 2:
+        raise SystemExit(doc)
+    root, seeds = Path(argv[0]), seeds_of(argv[1])
+    n_runs = int(argv[2]) if len(argv) > 2 else default_runs
+    out = Path(argv[3]) if len(argv) > 3 else Path(__file__).parents[1] / "results" / result
+    torch.set_num_threads(1)
+    return root, seeds, n_runs, out

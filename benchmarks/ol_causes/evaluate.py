@@ -13,10 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evaluate_pair, summarise, with_switches  # noqa: E402
+from common import cli_args, evaluate_pair, summarise, with_switches  # noqa: E402
 
 from ctbench.constraints import Constraints, infer_domain  # noqa: E402
 from ctbench.data import load_dataset  # noqa: E402
@@ -88,12 +87,7 @@ def _with_box(trained, lo, hi):
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) < 2:
-        raise SystemExit(__doc__)
-    root, seeds = Path(argv[0]), seeds_of(argv[1])
-    n_runs = int(argv[2]) if len(argv) > 2 else 100
-    out = Path(argv[3]) if len(argv) > 3 else Path(__file__).parents[1] / "results" / "ol-causes.csv"
-    torch.set_num_threads(1)
+    root, seeds, n_runs, out = cli_args(argv, __doc__, 100, "ol-causes.csv")
     rows = []
     for s in seeds:
         t = time.process_time()

@@ -16,8 +16,8 @@ import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evaluate_pair, with_switches  # noqa: E402
-from evaluate import models_of, seeds_of  # noqa: E402
+from common import cli_args, evaluate_pair, with_switches  # noqa: E402
+from evaluate import models_of  # noqa: E402
 
 from ctbench.data import load_dataset  # noqa: E402
 from ctbench.data.synthetic import julia_blob_centers  # noqa: E402
@@ -35,12 +35,7 @@ def logit_slope(trained, X) -> float:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) < 2:
-        raise SystemExit(__doc__)
-    root, seeds = Path(argv[0]), seeds_of(argv[1])
-    n_runs = int(argv[2]) if len(argv) > 2 else 25
-    out = Path(argv[3]) if len(argv) > 3 else Path(__file__).parents[1] / "results" / "ol-causes-step.csv"
-    torch.set_num_threads(1)
+    root, seeds, n_runs, out = cli_args(argv, __doc__, 25, "ol-causes-step.csv")
     c = np.asarray(julia_blob_centers(), dtype=float)
     bayes_slope = float(np.linalg.norm(c[1] - c[0]) / SIGMA**2)
     rows = []

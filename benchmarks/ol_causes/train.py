@@ -15,8 +15,8 @@ import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evaluate_pair, summarise  # noqa: E402
-from evaluate import models_of, seeds_of  # noqa: E402
+from common import cli_args, evaluate_pair, summarise  # noqa: E402
+from evaluate import models_of  # noqa: E402
 
 from ctbench.paper_settings import model_config  # noqa: E402
 from ctbench.training.pipeline import train_population_from_configs  # noqa: E402
@@ -42,12 +42,7 @@ VARIANTS = {
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) < 2:
-        raise SystemExit(__doc__)
-    root, seeds = Path(argv[0]), seeds_of(argv[1])
-    n_runs = int(argv[2]) if len(argv) > 2 else 100
-    out = Path(argv[3]) if len(argv) > 3 else Path(__file__).parents[1] / "results" / "ol-causes-training.csv"
-    torch.set_num_threads(1)
+    root, seeds, n_runs, out = cli_args(argv, __doc__, 100, "ol-causes-training.csv")
     rows = []
     for s in seeds:
         committed = models_of(root, s)
