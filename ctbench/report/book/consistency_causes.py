@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..tables.black2022_published import KEYS, published
 from ..tables.paper_tables import PUBLISHED_DIR
+from ..text.result_files import read_columns as _read
 
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 CAUSES = RESULTS / "black2022-causes.csv"
@@ -35,15 +36,6 @@ def _f(v) -> str:
     return "–" if v is None or pd.isna(v) else f"{float(v):.2f}"
 
 
-def _read(path: Path, columns: list[str]) -> pd.DataFrame | None:
-    """The file, or None when it is absent; a file without a needed column stops with its name."""
-    if not Path(path).exists():
-        return None
-    df = pd.read_csv(path)
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{path}: column(s) {missing} missing; it has {list(df.columns)}")
-    return df
 
 
 def compare(causes: Path = CAUSES, published_dir: str | Path = PUBLISHED_DIR) -> pd.DataFrame | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..tables.table1 import PUBLISHED_DIR
+from .result_files import read_columns as _read
 
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 EVAL = RESULTS / "ol-causes.csv"
@@ -42,15 +43,6 @@ STEP_COLUMNS = ["seed", "step_size", "n_runs", "ct_validity", "bl_validity", "ct
                 "bl_share_all_steps", "ct_logit_slope", "bl_logit_slope", "bayes_logit_slope"]
 
 
-def _read(path: Path, columns: list[str]) -> pd.DataFrame | None:
-    """The file, or None when it is absent; a file without a needed column stops with its name."""
-    if not Path(path).exists():
-        return None
-    df = pd.read_csv(path)
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{path}: column(s) {missing} missing; it has {list(df.columns)}")
-    return df
 
 
 def published(published_dir: str | Path = PUBLISHED_DIR) -> dict[str, float]:
