@@ -96,9 +96,8 @@ def _cmd_bench(args) -> int:
     if args.population:
         from ..experiments import bench_population as bp
 
-        where = "cuda" if args.device.startswith("cuda") else "cpu1"
-        _write_bench(bp.suite(quick=args.quick, device=args.device), out,
-                     f"population-{where}" + ("-quick" if args.quick else ""), bp.to_markdown)
+        _write_bench(bp.suite(quick=args.quick), out, "population-cpu1" + ("-quick" if args.quick else ""),
+                     bp.to_markdown)
         return 0
     from ..experiments import bench
 
@@ -161,6 +160,5 @@ def add_cli(subparsers) -> None:
     b.add_argument("--threads", type=int, default=2)
     b.add_argument("--quick", action="store_true", help="small sizes (a smoke run of the benchmark itself)")
     b.add_argument("--population", action="store_true",
-                   help="G single runs in a loop vs one population of G (G = 1, 9, 36, 100; on --device cuda 1, 9, "
-                        "36; LS and Adult size)")
+                   help="G single runs in a loop vs one population of G (G = 1, 9, 36, 100; LS and Adult size)")
     b.set_defaults(func=_cmd_bench)
