@@ -4,7 +4,8 @@
 #
 #   usage: benchmarks/report_full_run.sh CODE_TREE OUT [SET_REPO]
 #
-# CODE_TREE: a ctbench checkout or `git archive` (its ctbench/ is imported through PYTHONPATH); OUT: the report folder
+# CODE_TREE: a ctbench git checkout (its ctbench/ is imported through PYTHONPATH; a `git archive` copy has no git, so
+# the report's --publish check refuses it: use `git worktree add`); OUT: the report folder
 # to write (emptied first; OUT.time = `/usr/bin/time -v`, OUT.log = stdout/stderr, OUT.load = load average before and
 # after); SET_REPO: the checkout holding results/paper (default /work/regen). The command is the one Snakemake prints
 # (`snakemake -n -p -f results/paper/report/index.json`), with --out replaced; the other stages' files of the report
