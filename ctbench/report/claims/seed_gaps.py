@@ -77,21 +77,36 @@ def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def gap_reason(claim: Claim, seed: int, folders: dict[int, Path]) -> str:
+def gap_reason(claim: Claim, seed: int, folders: dict[int, Path], cache: dict | None = None) -> str:
     """Why ``claim`` has no value on ``seed``: the rows it reads that other seeds' tables hold and this seed's does
     not, each put down to a dataset the seed has no model of or an experiment it did not evaluate; '' when the seed's
-    inputs lack nothing the claim needs (then its ``not yet run`` stands)."""
-    own = _coverage(folders[seed])
+    inputs lack nothing the claim needs (then its ``not yet run`` stands). ``cache``: a dict kept across calls on the
+    same folders, so that each folder's coverage and tables are read once (the frames are not modified here)."""
+    cache = {} if cache is None else cache
+
+    def coverage(folder):
+        key = ("coverage", str(folder))
+        if key not in cache:
+            cache[key] = _coverage(folder)
+        return cache[key]
+
+    def read(folder, name):
+        key = ("table", str(folder), name)
+        if key not in cache:
+            cache[key] = _read(folder, name)
+        return cache[key]
+
+    own = coverage(folders[seed])
     if own is None:
         return ""
     pairs, retrain = own
-    union = set().union(*(c[0] for c in (_coverage(f) for f in folders.values()) if c is not None))
+    union = set().union(*(c[0] for c in (coverage(f) for f in folders.values()) if c is not None))
     if not union - pairs:
         return ""
-    mine = _read(folders[seed], claim.file)
+    mine = read(folders[seed], claim.file)
     keys: set[tuple] = set()
     for s, folder in folders.items():
-        other = _read(folder, claim.file) if s != seed else None
+        other = read(folder, claim.file) if s != seed else None
         if other is None or "dataset" not in other:
             continue
         cols = [k for k in KEYS if k in other]
@@ -130,9 +145,10 @@ def mark_gaps(long: pd.DataFrame, claims: dict[str, Claim], folders: dict[int, P
     out = long.copy()
     by_key = {(c["claim"], c["seed"]): c for c in cells or []}
     partial = out["missing"].map(bool) if "missing" in out else pd.Series(False, index=out.index)
+    cache: dict = {}  # each folder's coverage and tables read once, not once per claim and seed
     for i in out.index[(out["verdict"] == NOT_YET_RUN) | partial]:
         cid, seed = out.at[i, "claim"], int(out.at[i, "seed"])
-        reason = gap_reason(claims[cid], seed, folders)
+        reason = gap_reason(claims[cid], seed, folders, cache)
         if reason:
             out.at[i, "verdict"] = NOT_JUDGED
             out.at[i, "note"] = f"{NOT_JUDGED}: {reason}"
