@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..runtime import keep_freed_memory
+
 
 def _train_configs(args) -> list[dict]:
     import json
@@ -42,6 +44,7 @@ def _train_configs(args) -> list[dict]:
 
 
 def _cmd_train(args) -> int:
+    keep_freed_memory()  # CT training searches every step (issue 21)
     from ..training.pipeline import FailedTraining, train_from_config, train_population_from_configs
 
     cfgs = _train_configs(args)
@@ -96,6 +99,7 @@ def _read_matrix(path: str, option: str = "--factuals") -> np.ndarray:
 
 
 def _cmd_generate(args) -> int:
+    keep_freed_memory()
     import pandas as pd
 
     from ..checks import check_value

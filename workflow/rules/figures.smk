@@ -77,6 +77,7 @@ rule mnist_figures:
         job=lambda w: W.job("figures", figure="mnist"),
         out=W.path("report"),
         code=code("figure_cmds"),
+        cpu=f"{RES}/benchmarks/mnist_figures/mnist_figures.cpu.json",
     benchmark:
         f"{RES}/benchmarks/mnist_figures/mnist_figures.tsv"
     log:
@@ -84,6 +85,7 @@ rule mnist_figures:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench mnist-figures --ct {input.ct} --bl {input.bl} --out {params.out} > {log} 2>&1"
 
 
@@ -103,6 +105,7 @@ rule fidelity_effect:
         # the run's fidelity overrides: the study keeps them for every switch but the one it varies
         overrides=lambda w: json.dumps(W.job("fidelity_effect", w)["fidelity_overrides"], sort_keys=True),
         code=code("study_cmds"),
+        cpu=f"{RES}/benchmarks/fidelity_effect/{{switch}}__{{dataset}}.cpu.json",
     threads: 1
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -114,6 +117,7 @@ rule fidelity_effect:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench fidelity-effect --switch {wildcards.switch} --dataset {wildcards.dataset} {params.quick} "
         "--seeds {params.seeds} {params.reuse:q} --fidelity-overrides {params.overrides:q} --out {output} "
         "> {log} 2>&1"
@@ -126,6 +130,7 @@ rule fidelity_effects:
         W.path("fidelity_effects"),
     params:
         code=code("study_cmds"),
+        cpu=f"{RES}/benchmarks/fidelity_effects/merge.cpu.json",
     benchmark:
         f"{RES}/benchmarks/fidelity_effects/merge.tsv"
     log:
@@ -133,4 +138,5 @@ rule fidelity_effects:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench fidelity-effects-merge {input} --out {output} > {log} 2>&1"

@@ -30,6 +30,7 @@ rule train_final:
         fidelity=FIDELITY,
         args=train_args("main"),
         code=code("train_cmds"),
+        cpu=f"{RES}/benchmarks/train_final/{{dataset}}.cpu.json",
     threads: config.get("threads_per_job", 1)
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset),
@@ -41,6 +42,7 @@ rule train_final:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench train {params.args:q} --set threads={threads} --quiet > {log} 2>&1"
 
 
@@ -58,6 +60,7 @@ if W.final_members("ablation")["folder"]:
             fidelity=FIDELITY,
             args=train_args("ablation"),
             code=code("train_cmds"),
+            cpu=f"{RES}/benchmarks/train_final_ablation/{{dataset}}.cpu.json",
         threads: config.get("threads_per_job", 1)
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset),
@@ -69,6 +72,7 @@ if W.final_members("ablation")["folder"]:
         conda:
             "../../envs/ctbench.yaml"
         shell:
+            "{CPU_RECORD} {params.cpu:q} "
             "ctbench train {params.args:q} --set threads={threads} --quiet > {log} 2>&1"
 
 

@@ -17,6 +17,7 @@ if W.jobs("lenet"):
             fidelity=FIDELITY,
             config=lambda w: json.dumps(W.job("lenet", w)["config"], sort_keys=True),
             code=code("train_cmds"),
+            cpu=f"{RES}/benchmarks/lenet_train/{{dataset}}_{{objective}}_s{{seed}}.cpu.json",
         threads: config.get("threads_per_job", 1)
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset),
@@ -28,6 +29,7 @@ if W.jobs("lenet"):
         conda:
             "../../envs/ctbench.yaml"
         shell:
+            "{CPU_RECORD} {params.cpu:q} "
             "ctbench train --config-json {params.config:q} --out {output} --set threads={threads} --quiet "
             "> {log} 2>&1"
 
@@ -44,6 +46,7 @@ if W.jobs("lenet"):
                 a for k, v in W.job("lenet_evaluation", w)["settings"].items()
                 for a in ("--set", f"{k}={json.dumps(v)}")],
             code=code("eval_cmds"),
+            cpu=f"{RES}/benchmarks/lenet_evaluate/{{experiment}}_{{dataset}}_s{{seed}}.cpu.json",
         threads: config.get("threads_per_job", 1)
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -55,7 +58,8 @@ if W.jobs("lenet"):
         conda:
             "../../envs/ctbench.yaml"
         shell:
-            "OMP_NUM_THREADS={threads} ctbench evaluate --model {params.models:q} {params.args:q} "
+            "OMP_NUM_THREADS={threads} {CPU_RECORD} {params.cpu:q} "
+            "ctbench evaluate --model {params.models:q} {params.args:q} "
             "--experiment {wildcards.experiment} --out {output} --quiet > {log} 2>&1"
 
 
