@@ -56,6 +56,13 @@ def test_per_seed_datasets_are_planned_one_job_per_seed_and_group():
 
 
 def test_bad_per_seed_setting_is_refused():
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    schema = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    validate(_cfg(), schema)
+    with pytest.raises(WorkflowError, match="per_seed"):
+        validate(_cfg(training={"epochs": 3, "per_seed": "circles"}), schema)
     with pytest.raises(ConfigError, match="training.per_seed"):
         per_seed_datasets(_cfg(training={"per_seed": "circles"}))
     with pytest.raises(ConfigError, match=r"training.per_seed: unknown dataset 'iris'"):
