@@ -5,7 +5,7 @@ seed's final models as a job of their own; every other dataset keeps one job for
 A population member's result does not depend on which members share its population (each member draws from its own
 seeded generator and the loss is summed per member): the paper's MNIST models trained one seed at a time are the
 committed population's bit for bit (``benchmarks/per_seed_final.py``). So the split changes when a model is trained,
-not what it is: on many cores the MNIST training takes one seed's time (≈ 120 CPU-s) instead of five seeds'
+not what it is: on many cores the MNIST training takes one seed's time (120-160 CPU-s) instead of five seeds'
 (583 CPU-s), which was the paper DAG's critical path. On few cores the split costs one process start-up and one
 data load per extra job. No ctbench command imports this module (only :mod:`ctbench.workflow`), so the split moves
 no command's code fingerprint.
