@@ -2,7 +2,7 @@
 # Jobs (models, rounds, samples, steps): ctbench.experiments.attributions.jobs.
 rule attribution:
     input:
-        models=from_job("attribution", "models", rules.train_final.output),
+        models=from_job("attribution", "models", *MAIN_MODELS),
     output:
         W.pattern("attribution"),
     params:

@@ -2,8 +2,9 @@
 # Jobs (models per experiment, protocol settings): ctbench.experiments.evaluation.jobs.
 rule evaluate:
     input:
-        # the models of the job, made by train_final (the ablation's CD and AR by train_final_ablation)
-        models=from_job("evaluation", "models", rules.train_final.output, *ABLATION_MODELS),
+        # the models of the job, made by train_final or, per seed, train_final_seed (the ablation's CD and AR by the
+        # *_ablation rules)
+        models=from_job("evaluation", "models", *MAIN_MODELS, *ABLATION_MODELS),
     output:
         W.pattern("evaluation"),
     params:

@@ -66,9 +66,9 @@ rule black_figure2:
 
 rule mnist_figures:
     input:
-        # made by train_final: the first seed's constrained CT and the shared BL on MNIST
-        ct=lambda w: made_by([W.job("figures", figure="mnist")["ct"]], rules.train_final.output),
-        bl=lambda w: made_by([W.job("figures", figure="mnist")["bl"]], rules.train_final.output),
+        # made by train_final(_seed): the first seed's constrained CT and the shared BL on MNIST
+        ct=lambda w: made_by([W.job("figures", figure="mnist")["ct"]], *MAIN_MODELS),
+        bl=lambda w: made_by([W.job("figures", figure="mnist")["bl"]], *MAIN_MODELS),
     output:
         W.path("report_figure", name="mnist_counterfactuals"),
         W.path("report_figure", name="mnist_grid_ct"),  # the appendix's 10x10 grids (paper Figures 4-5)
@@ -93,7 +93,7 @@ rule fidelity_effect:
     input:
         # the final models this effect may reuse (made by train_final): those of this profile whose config is the
         # study's (per switch)
-        reuse=from_job("fidelity_effect", "reuse", rules.train_final.output, *ABLATION_MODELS),
+        reuse=from_job("fidelity_effect", "reuse", *MAIN_MODELS, *ABLATION_MODELS),
     output:
         W.pattern("fidelity_effect"),
     params:

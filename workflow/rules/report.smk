@@ -27,9 +27,9 @@ rule report:
         attribution=expand(rules.attribution.output[0], zip, **W.wildcards("attribution")),
         grids=expand(rules.grid_chunk.output[0], zip, **W.wildcards("grid_chunk")),
         tuned=expand(rules.tune_select.output[0], zip, **W.wildcards("tune_best")),
-        # every final model (their sidecars give the appendix's Table 2), made by train_final(_ablation), and the
+        # every final model (their sidecars give the appendix's Table 2), made by train_final(_ablation)(_seed), and the
         # LeNet models when the lenet stage is on (lenet_train: training_time.csv only)
-        models=[*made_by(W.final_models(), rules.train_final.output, *ABLATION_MODELS), *LENET_MODELS],
+        models=[*made_by(W.final_models(), *MAIN_MODELS, *ABLATION_MODELS), *LENET_MODELS],
         prop31=rules.prop31.output if W.jobs("prop31") else [],
         consistency=expand(rules.consistency.output[0], zip, **W.wildcards("consistency")),
         # the retrain stage's evaluations (workflow/rules/retrain.smk): passed as --retrain-eval when retrain.report

@@ -2,7 +2,7 @@
 # Jobs (the experiment whose models are attacked): ctbench.experiments.robustness.jobs.
 rule robustness:
     input:
-        models=from_job("robustness", "models", rules.train_final.output, *ABLATION_MODELS),
+        models=from_job("robustness", "models", *MAIN_MODELS, *ABLATION_MODELS),
     output:
         W.pattern("robustness"),
     params:
