@@ -17,7 +17,10 @@ if W.jobs("lenet"):
             fidelity=FIDELITY,
             config=lambda w: json.dumps(W.job("lenet", w)["config"], sort_keys=True),
             code=code("train_cmds"),
-        threads: config.get("threads_per_job", 1)
+            # the search alone at the job's threads (bitwise across thread counts), the weight update at
+            # threads_per_job (not bitwise across them): `ctbench train --search-threads`
+            threads=config.get("threads_per_job", 1),
+        threads: (config.get("lenet") or {}).get("search_threads") or config.get("threads_per_job", 1)
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset),
             runtime=lambda w: W.runtime_min(w.dataset) * 4,
@@ -28,8 +31,8 @@ if W.jobs("lenet"):
         conda:
             "../../envs/ctbench.yaml"
         shell:
-            "ctbench train --config-json {params.config:q} --out {output} --set threads={threads} --quiet "
-            "> {log} 2>&1"
+            "ctbench train --config-json {params.config:q} --out {output} --set threads={params.threads} "
+            "--search-threads {threads} --quiet > {log} 2>&1"
 
 
     rule lenet_evaluate:
