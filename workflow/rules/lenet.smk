@@ -5,6 +5,12 @@
 # individuals and seed), under {results}/lenet/eval/: the report's table1_lenet.csv (Table-1-style LeNet rows beside
 # the MLP's; beyond the paper, which reports no LeNet result). Jobs, paths and configs: ctbench.experiments.lenet
 # (no ctbench command imports it, so no other rule's code fingerprint moves).
+def lenet_threads(w):
+    """The CT model's search at lenet.search_threads (null: threads_per_job); BL has no search."""
+    base = config.get("threads_per_job", 1)
+    return base if w.objective == "vanilla" else (config.get("lenet") or {}).get("search_threads") or base
+
+
 if W.jobs("lenet"):
 
     rule lenet_train:
@@ -18,9 +24,9 @@ if W.jobs("lenet"):
             config=lambda w: json.dumps(W.job("lenet", w)["config"], sort_keys=True),
             code=code("train_cmds"),
             # the search alone at the job's threads (bitwise across thread counts), the weight update at
-            # threads_per_job (not bitwise across them): `ctbench train --search-threads`
+            # threads_per_job (not bitwise across them): `ctbench train --search-threads`; BL has no search
             threads=config.get("threads_per_job", 1),
-        threads: (config.get("lenet") or {}).get("search_threads") or config.get("threads_per_job", 1)
+        threads: lenet_threads
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset),
             runtime=lambda w: W.runtime_min(w.dataset) * 4,
