@@ -80,3 +80,10 @@ def test_cli_search_threads_trains_the_one_thread_model(tmp_path, monkeypatch, t
     assert main(["train", "--config-json", cfg, "--config-json", cfg, "--out", str(tmp_path / "p.pt"),
                  "--out", str(tmp_path / "q.pt"), "--quiet", "--search-threads", "2"]) != 0
     assert not (tmp_path / "p.pt").exists()
+
+
+def test_a_bad_thread_count_is_refused_before_training(tmp_path, capsys):
+    out = tmp_path / "m.pt"
+    assert main(["train", "--out", str(out), "--quiet", "--search-threads", "0"]) == 2
+    assert "--search-threads: expected a positive integer, got 0" in capsys.readouterr().err
+    assert not out.exists()
