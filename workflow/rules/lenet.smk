@@ -5,6 +5,12 @@
 # individuals and seed), under {results}/lenet/eval/: the report's table1_lenet.csv (Table-1-style LeNet rows beside
 # the MLP's; beyond the paper, which reports no LeNet result). Jobs, paths and configs: ctbench.experiments.lenet
 # (no ctbench command imports it, so no other rule's code fingerprint moves).
+def lenet_threads(w):
+    """The CT model's search at lenet.search_threads (null: threads_per_job); BL has no search."""
+    base = config.get("threads_per_job", 1)
+    return base if w.objective == "vanilla" else (config.get("lenet") or {}).get("search_threads") or base
+
+
 if W.jobs("lenet"):
 
     rule lenet_train:
@@ -18,7 +24,10 @@ if W.jobs("lenet"):
             config=lambda w: json.dumps(W.job("lenet", w)["config"], sort_keys=True),
             code=code("train_cmds"),
             cpu=f"{RES}/benchmarks/lenet_train/{{dataset}}_{{objective}}_s{{seed}}.cpu.json",
-        threads: config.get("threads_per_job", 1)
+            # the search alone at the job's threads (bitwise across thread counts), the weight update at
+            # threads_per_job (not bitwise across them): `ctbench train --search-threads`; BL has no search
+            threads=config.get("threads_per_job", 1),
+        threads: lenet_threads
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset),
             runtime=lambda w: W.runtime_min(w.dataset) * 4,
@@ -30,8 +39,8 @@ if W.jobs("lenet"):
             "../../envs/ctbench.yaml"
         shell:
             "{CPU_RECORD} {params.cpu:q} "
-            "ctbench train --config-json {params.config:q} --out {output} --set threads={threads} --quiet "
-            "> {log} 2>&1"
+            "ctbench train --config-json {params.config:q} --out {output} --set threads={params.threads} "
+            "--search-threads {threads} --quiet > {log} 2>&1"
 
 
     rule lenet_evaluate:
