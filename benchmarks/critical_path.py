@@ -4,7 +4,8 @@ The DAG is Snakemake's own (``snakemake -n --forceall --dag --configfile workflo
 committed as ``benchmarks/results/paper-dag.dot``, 413 jobs). Each job's time is, in this order:
 
 1. its Snakemake ``benchmark:`` record (``--records RESULTS/benchmarks``: ``<rule>/<wildcards>.tsv``, ``cpu_time``
-   or else ``s``), matched by rule and wildcard values;
+   or else ``s``), matched by rule and wildcard values (those the dot label omits inherited from the job's
+   parents: :func:`fill_wildcards`);
 2. a per-job override (``--overrides``, CSV ``rule,dataset,cpu_s``: the profile's measured single jobs, e.g. the
    MNIST final training 649 s);
 3. the stage's recorded CPU total (``--stages``: the published set's ``report/benchmarks.csv``) less its overrides,
@@ -14,9 +15,11 @@ committed as ``benchmarks/results/paper-dag.dot``, 413 jobs). Each job's time is
 Every job runs on one core (``threads_per_job: 1``), so a job's wall time is taken as its CPU time. The critical
 path is the longest chain; the makespan is a list schedule on ``--cores`` cores (ready jobs by longest remaining
 chain first). ``--scale`` (CSV ``rule,factor,basis``) multiplies each rule's times, e.g. the estimate after the
-levers of issue 21 (``benchmarks/levers.csv``).
+levers of issue 21 (``benchmarks/levers.csv``); ``--assume RULE=S`` sets every job of a rule to a modelled time
+(e.g. the report at its 60 s target). Records in a ``<rule>_<part>`` folder (``consistency_black2022``) count for
+the rule.
 
-    python benchmarks/critical_path.py --cores 34 [--scale benchmarks/levers.csv]
+    python benchmarks/critical_path.py --cores 34 [--scale benchmarks/levers.csv] [--assume report=60]
 """
 
 from __future__ import annotations
@@ -42,22 +45,39 @@ def parse_dot(text: str) -> tuple[dict[int, tuple[str, dict[str, str]]], list[tu
     return nodes, edges
 
 
-def fill_datasets(nodes, parents) -> None:
-    """Snakemake's dot labels leave some wildcards out; a job without ``dataset`` takes its ancestors' one dataset."""
-    memo: dict[int, set[str]] = {}
+def fill_wildcards(nodes, parents) -> dict[int, dict[str, str]]:
+    """Snakemake's dot labels show only a job's *new* wildcards (``DAG.new_wildcards``: those no dependency has with
+    the same value), so a job inherits each wildcard that all its parents carry with one value (the dataset of
+    a job downstream of one dataset's ``data``, the seed of an evaluation downstream of a per-seed training). The
+    dataset goes into the job's wildcards; the others are returned (node → wildcards), for telling records apart:
+    an ancestor's wildcard need not be the job's own."""
+    memo: dict[int, dict[str, str]] = {}
 
-    def ds(n):
+    def full(n):
         if n not in memo:
-            own = nodes[n][1].get("dataset")
-            memo[n] = {own} if own else set().union(*(ds(p) for p in parents[n])) if parents[n] else set()
+            ps = [full(p) for p in parents[n]]
+            # inherited only where every parent carries the wildcard, all with one value
+            common = {k: v for k, v in ps[0].items() if all(q.get(k) == v for q in ps[1:])} if ps else {}
+            memo[n] = {**common, **nodes[n][1]}
         return memo[n]
 
-    for n, (_, wc) in nodes.items():
-        if "dataset" not in wc and len(ds(n)) == 1:
-            wc["dataset"] = next(iter(ds(n)))
+    filled = {n: full(n) for n in nodes}
+    extra = {}
+    for n, wc in filled.items():
+        own = nodes[n][1]
+        if "dataset" not in own and "dataset" in wc:
+            own["dataset"] = wc["dataset"]
+        extra[n] = {k: v for k, v in wc.items() if k not in own}
+    return extra
+
+
+#: record folders named ``<rule>_<part>`` (the rule's ``part`` wildcard in the folder name): rule and part
+PART_FOLDERS = {"consistency_black2022": ("consistency", "black2022"), "consistency_ct": ("consistency", "ct")}
 
 
 def read_records(folder: Path | None) -> dict[str, list[tuple[str, float]]]:
+    """Rule → (record name, CPU-s) of every ``benchmark:`` record under ``folder``; a ``<rule>_<part>`` folder's
+    records go to the rule, the part put in front of the name (so that wildcard matching sees it)."""
     out = defaultdict(list)
     if folder is None or not folder.is_dir():
         return out
@@ -66,11 +86,25 @@ def read_records(folder: Path | None) -> dict[str, list[tuple[str, float]]]:
         if rows:
             r = rows[-1]
             v = r.get("cpu_time") or r.get("s")
-            out[f.parent.name].append((f.stem, float(v)))
+            rule, part = PART_FOLDERS.get(f.parent.name, (f.parent.name, None))
+            out[rule].append((f"{part}_{f.stem}" if part else f.stem, float(v)))
     return out
 
 
-def job_times(nodes, records, overrides, stages, default) -> dict[int, tuple[float, str]]:
+#: how a benchmark record's name writes a wildcard's value (``{dataset}_s{seed}``, ``..._c{chunk}_...``)
+PREFIX = {"seed": "s", "chunk": "c"}
+
+
+def holds(name: str, key: str, value: str) -> bool:
+    """Record name ``name`` (wildcard values joined by ``_``) holds wildcard ``key`` = ``value`` as a whole field:
+    chunk 1 is not chunk 10, and seed 0 (``s0``) is not chunk 0 (``c0``)."""
+    return re.search(rf"(?:^|_){PREFIX.get(key, '')}{re.escape(str(value))}(?:_|$)", name) is not None
+
+
+def job_times(nodes, records, overrides, stages, default, inherited=None) -> dict[int, tuple[float, str]]:
+    """Each job's (seconds, source): the record whose name holds all the job's wildcard values (of several, the one
+    that also holds most of its ``inherited`` ones), else an override, else the stage mean or a default."""
+    inherited = inherited or {}
     by_rule = defaultdict(list)
     for n, (rule, _) in nodes.items():
         by_rule[rule].append(n)
@@ -80,9 +114,12 @@ def job_times(nodes, records, overrides, stages, default) -> dict[int, tuple[flo
         fixed = {}
         for n in ns:
             wc = nodes[n][1]
-            rec = [s for name, s in records.get(rule, []) if all(str(v) in name for v in wc.values())]
+            # of several, the one holding most inherited values, then the shortest (tune_... before tune_lr_...)
+            rec = [(-sum(holds(name, k, v) for k, v in inherited.get(n, {}).items()), len(name), i, s)
+                   for i, (name, s) in enumerate(records.get(rule, []))
+                   if all(holds(name, k, v) for k, v in wc.items())]
             if rec:
-                fixed[n] = (rec[0], "record")
+                fixed[n] = (min(rec)[3], "record")
             elif wc.get("dataset") in over:
                 fixed[n] = (over[wc["dataset"]], "override")
         rest = [n for n in ns if n not in fixed]
@@ -147,7 +184,10 @@ def main() -> None:
     ap.add_argument("--dag", default=ROOT / "benchmarks" / "results" / "paper-dag.dot", type=Path)
     ap.add_argument("--records", default=None, type=Path, help="a results folder's benchmarks/ (per-job .tsv)")
     ap.add_argument("--stages", default=ROOT / "paper" / "results" / "report" / "benchmarks.csv", type=Path)
-    ap.add_argument("--overrides", default=ROOT / "benchmarks" / "paper_jobs.csv", type=Path)
+    ap.add_argument("--overrides", default=[ROOT / "benchmarks" / "paper_jobs.csv"], type=Path, nargs="+",
+                    help="CSV files rule,dataset,cpu_s (later files win)")
+    ap.add_argument("--assume", default=[], action="append", metavar="RULE=S",
+                    help="every job of RULE takes S seconds (a modelled target, e.g. report=60)")
     ap.add_argument("--scale", default=None, type=Path, help="CSV rule,factor,basis applied to every job's time")
     ap.add_argument("--default", default=10.0, type=float, help="CPU-s of a job without any record")
     ap.add_argument("--cores", default=34, type=int)
@@ -156,13 +196,20 @@ def main() -> None:
     parents = defaultdict(list)
     for a, b in edges:
         parents[b].append(a)
-    fill_datasets(nodes, parents)
+    inherited = fill_wildcards(nodes, parents)
     stages = {r["stage"]: float(r["cpu_seconds"]) for r in csv.DictReader(args.stages.open()) if r["stage"] != "total"}
     stages.setdefault("consistency", stages.pop("consistency_black2022", 0.0) + stages.pop("consistency_ct", 0.0))
     overrides = {}
-    if args.overrides and args.overrides.exists():
-        overrides = {(r["rule"], r["dataset"]): float(r["cpu_s"]) for r in csv.DictReader(args.overrides.open())}
-    times = job_times(nodes, read_records(args.records), overrides, stages, args.default)
+    for f in args.overrides:
+        if not f.exists():
+            raise SystemExit(f"--overrides: no file {f}")
+        overrides.update({(r["rule"], r["dataset"]): float(r["cpu_s"]) for r in csv.DictReader(f.open())})
+    times = job_times(nodes, read_records(args.records), overrides, stages, args.default, inherited)
+    for a in args.assume:
+        rule, _, sec = a.partition("=")
+        if not sec or rule not in {r for r, _ in nodes.values()}:
+            raise SystemExit(f"--assume {a!r}: write RULE=SECONDS with a rule of the DAG")
+        times = {n: ((float(sec), "assumed") if nodes[n][0] == rule else t) for n, t in times.items()}
     if args.scale:
         factors = {r["rule"]: float(r["factor"]) for r in csv.DictReader(args.scale.open())}
         times = {n: (t * factors.get(nodes[n][0], 1.0), how) for n, (t, how) in times.items()}
@@ -182,7 +229,7 @@ def main() -> None:
     print(f"\ncritical path (unlimited cores): {length:,.0f} s = {length / 60:.1f} min")
     for n in chain:
         rule, wc = nodes[n]
-        print(f"  {secs[n]:8.0f} s  {rule} {' '.join(f'{k}={v}' for k, v in wc.items())}")
+        print(f"  {secs[n]:8.0f} s  {rule} {' '.join(f'{k}={v}' for k, v in {**inherited[n], **wc}.items())}")
     print(f"list schedule on {args.cores} cores: {makespan:,.0f} s = {makespan / 60:.1f} min, "
           f"cores busy {100 * util:.0f}%")
 

@@ -43,6 +43,19 @@ def _stage(name: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
     return plan
 
 
+def _final(per_seed: bool) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    """The final-training jobs of the datasets trained all seeds at once (``per_seed`` False) or one job per seed
+    (True; :mod:`ctbench.experiments.final_split`)."""
+
+    def plan(config: dict[str, Any]) -> list[dict[str, Any]]:
+        from .experiments import stage
+        from .experiments.final_split import split_jobs
+
+        return [j for j in split_jobs(config, stage("final").jobs(config)) if ("seed" in j) == per_seed]
+
+    return plan
+
+
 def _tune_select(config: dict[str, Any]) -> list[dict[str, Any]]:
     from .experiments.grids import select_jobs
 
@@ -74,7 +87,8 @@ def _lenet(planner: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
 #: job kind → (planner, the wildcards that name one job). A kind that is a result template of
 #: :data:`ctbench.facts.PATHS` has that template's fields as wildcards.
 PLANS: dict[str, tuple[Callable[[dict[str, Any]], list[dict[str, Any]]], tuple[str, ...]]] = {
-    "final": (_stage("final"), ("group", "dataset")),
+    "final": (_final(False), ("group", "dataset")),
+    "final_seed": (_final(True), ("group", "dataset", "seed")),
     "evaluation": (_stage("evaluation"), ("experiment", "dataset", "seed")),
     "robustness": (_stage("robustness"), ("dataset", "seed")),
     "attribution": (_stage("attributions"), ("dataset", "seed")),
@@ -185,14 +199,25 @@ class Workflow:
         fields = sorted(_paths(kind).fields(kind) - {"results"})
         return [self.path(kind, **{f: j[f] for f in fields}) for j in self.jobs(kind)]
 
-    def final_members(self, group: str | None = None) -> dict[str, list]:
+    def final_members(self, group: str | None = None, per_seed: bool = False) -> dict[str, list]:
         """``folder``, ``objective``, ``seed`` of every final model of one dataset in ``group`` (parallel lists, for
-        the output of the training rules, ``expand(..., zip, ...)``)."""
+        the output of the training rules, ``expand(..., zip, ...)``); ``per_seed``: ``folder`` and ``objective`` of
+        one seed's models (the per-seed rules leave ``seed`` a wildcard)."""
         from .experiments.final_training import members
 
         triples = members(self.config, group)
+        if per_seed:
+            pairs = list(dict.fromkeys((t[0], t[1]) for t in triples))
+            return {"folder": [p[0] for p in pairs], "objective": [p[1] for p in pairs]}
         return {"folder": [t[0] for t in triples], "objective": [t[1] for t in triples],
                 "seed": [t[2] for t in triples]}
+
+    def final_datasets(self, per_seed: bool) -> list[str]:
+        """The datasets whose final models train one job per seed (``per_seed``), or all seeds in one job."""
+        from .experiments.final_split import per_seed_datasets
+
+        split = per_seed_datasets(self.config)
+        return [d for d in self.datasets if (d in split) == per_seed]
 
     def retrain_members(self) -> dict[str, list]:
         """``folder``, ``objective``, ``seed`` of every retrained model of one dataset (parallel lists, as

@@ -103,12 +103,14 @@ def _dataset_lists(c: dict[str, Any]) -> list[tuple[str, list[str]]]:
              ("grids.datasets", (c.get("grids") or {}).get("datasets")),
              ("tune.datasets", (c.get("tune") or {}).get("datasets")),
              ("consistency.datasets", cons.get("datasets")),
-             ("consistency.ct.datasets", (cons.get("ct") or {}).get("datasets"))]
+             ("consistency.ct.datasets", (cons.get("ct") or {}).get("datasets")),
+             ("training.per_seed", (c.get("training") or {}).get("per_seed"))]
     return [(where, list(names)) for where, names in lists if names]
 
 
 #: config lists whose entries name things (a repeated entry would be merged without a word)
-_NAMED_LISTS = ("seeds", "datasets", "experiments", "names", "methods", "switches", "lambdas", "plugins")
+_NAMED_LISTS = ("seeds", "datasets", "experiments", "names", "methods", "switches", "lambdas", "plugins",
+                "per_seed")
 
 
 def check_lists(config: dict[str, Any], where: str = "") -> None:
@@ -203,7 +205,8 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
     for ds in dict.fromkeys(j["dataset"] for j in workflow.jobs("consistency")):
         check_present_files(ds, (c.get("data_params") or {}).get(ds), f"consistency.datasets: {ds}")
     # every final model's train config (training, training_overrides, fidelity, data_params, device), as planned
-    for job in _checked("training", workflow.jobs, "final"):
+    final = [*_checked("training", workflow.jobs, "final"), *_checked("training", workflow.jobs, "final_seed")]
+    for job in final:
         for m in job["members"]:
             where = (f"final model {m['out']} (settings training, training_overrides, fidelity_overrides, "
                      "data_params)")

@@ -123,6 +123,7 @@ def test_loo_population_trains_without_exactly_its_point():
     ({"sns": {"radius": -1.5}}, r"consistency\.sns\.radius: -1\.5"),
     ({"n_models": 0}, r"consistency\.n_models: 0 must be an integer >= 1"),
     ({"n_modles": 3}, r"unknown setting\(s\) \['n_modles'\]"),
+    ({"pgd_step_rule": "foolbox"}, r"consistency\.pgd_step_rule: 'foolbox'; allowed: paper, code"),
 ])
 def test_bad_settings_stop_before_anything_runs(settings, needle, monkeypatch):
     import ctbench.data
@@ -277,3 +278,33 @@ def test_ct_tables_without_a_valid_counterfactual_give_empty_delta_table_not_a_c
     summary, deltas = ct_tables(pd.DataFrame(rows))
     assert len(summary) == 2 and (summary["validity"] == 0).all()
     assert deltas.empty
+
+
+def test_pgd_step_rule_switch_reaches_the_search_and_defaults_to_todays_rule():
+    """``consistency.pgd_step_rule`` (issue 25: the authors' foolbox call steps 2·ε²/steps, App. B.3's text 2·ε/steps)
+    goes from the config block through the settings to Min-ε PGD; without it the committed run's rule (paper) runs."""
+    from ctbench.experiments.consistency_search import SearchContext
+
+    assert resolve_settings({})["pgd_step_rule"] == "paper"
+    assert resolve_settings({"pgd_step_rule": "code"})["pgd_step_rule"] == "code"
+    gen, _ = SearchContext(2.0, 0.3).base_generator("min_eps_pgd")
+    assert gen.step_rule == "paper"
+    gen, _ = SearchContext(2.0, 0.3, pgd_step_rule="code").base_generator("min_eps_pgd")
+    assert gen.step_rule == "code"
+    cfg = {"datasets": ["moons"], "consistency": {"enabled": True, "datasets": ["moons"], "pgd_step_rule": "code"}}
+    assert jobs(cfg)[0]["settings"]["pgd_step_rule"] == "code"
+    del cfg["consistency"]["pgd_step_rule"]
+    assert "pgd_step_rule" not in jobs(cfg)[0]["settings"]   # an unchanged config gives the committed jobs' settings
+
+
+def test_pgd_step_rule_changes_the_counterfactuals_and_is_recorded():
+    """On a tiny run the two rules give different Min-ε PGD costs (ε_max 2: the code rule's step is twice as large);
+    the sidecar records which rule ran."""
+    out = {}
+    for rule in ("paper", "code"):
+        df = run({"part": "black2022", "dataset": "moons", "settings": {
+            "methods": ["min_eps_pgd"], "n_models": 2, "epochs": 2, "pgd_step_rule": rule,
+            "data_params": SMALL_DATA}})
+        assert df.attrs["meta"]["pgd_step_rule"] == rule
+        out[rule] = df["cost_l2"].to_numpy()
+    assert not np.allclose(out["paper"], out["code"])

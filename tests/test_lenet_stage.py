@@ -52,6 +52,9 @@ def test_the_schema_takes_the_block():
     validate(copy.deepcopy(PAPER), schema)
     with pytest.raises(WorkflowError, match="epochs"):
         validate({**PAPER, "lenet": {"enabled": True, "epochs": 0}}, schema)
+    validate({**PAPER, "lenet": {"enabled": True, "search_threads": 8}}, schema)  # the CT job's search threads
+    with pytest.raises(WorkflowError, match="search_threads"):
+        validate({**PAPER, "lenet": {"enabled": True, "search_threads": 0}}, schema)
 
 
 @pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="the MNIST files are not in CTBENCH_DATA")

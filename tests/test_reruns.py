@@ -112,6 +112,33 @@ def test_attribution_settings_rerun_attribution_report_only(tiny_run):
     assert _planned(tiny_run, "attribution={enabled: true, rounds: 2, samples: 10, steps: 2}") == {"attribution"}
 
 
+def test_jobs_count_their_own_cpu(tiny_run):
+    """The tiny run's training, evaluation and attribution jobs each left their own CPU record beside Snakemake's
+    (``X.cpu.json``, ctbench.cpu_record), stage-times uses them, and they count at least what Snakemake's sampled
+    records count; the data jobs (command code unchanged by a regeneration) keep Snakemake's record only."""
+    import pandas as pd
+
+    from ctbench.cpu_record import read, record_path
+    from ctbench.report.tables.stage_times import stage_times
+
+    bench = tiny_run / "res" / "benchmarks"
+    own = snakemake = 0.0
+    for stage in ("train_final", "evaluate", "attribution"):
+        tsvs = sorted((bench / stage).glob("*.tsv"))
+        assert tsvs, stage
+        for tsv in tsvs:
+            rec = read(record_path(tsv))
+            assert rec is not None and rec["cpu_seconds"] > 0.5 and rec["max_rss_mb"] > 100, tsv
+            own += rec["cpu_seconds"]
+            snakemake += float(pd.read_csv(tsv, sep="\t")["cpu_time"].iloc[0])
+    assert own >= snakemake
+    assert list((bench / "data").glob("*.tsv")) and not list((bench / "data").glob("*.cpu.json"))
+    st = stage_times(bench).set_index("stage")
+    assert (st.loc[["train_final", "evaluate", "attribution"], "own_records"]
+            == st.loc[["train_final", "evaluate", "attribution"], "jobs"]).all()
+    assert st.loc["data", "own_records"] == 0
+
+
 # --------------------------------------------------------------------------------------------------- code fingerprints
 
 

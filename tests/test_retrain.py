@@ -67,7 +67,9 @@ def test_the_paper_profile_retrains_single_and_mutability_with_five_more_seeds()
     assert ev["models"]["full"] == "results/paper/retrain/models/mutability/moons/full_s9.pt"
     assert w.outputs("retrain_evaluation")[0] == "results/paper/retrain/eval/single/lin_sep_s5.parquet"
     # the main plans are untouched by the block
-    assert len(w.jobs("final")) == 2 * 9 and len(w.jobs("evaluation")) == 9 * 3 * 5
+    # (eight datasets' main and ablation jobs, and MNIST's per seed: training.per_seed)
+    assert len(w.jobs("final")) == 2 * 8 and len(w.jobs("final_seed")) == 2 * 5
+    assert len(w.jobs("evaluation")) == 9 * 3 * 5
 
 
 def test_the_block_is_checked_and_off_plans_nothing():

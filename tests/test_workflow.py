@@ -91,6 +91,10 @@ def test_the_paper_profile_plans_from_the_stages():
     assert w.job("evaluation", {"experiment": "single", "dataset": "lin_sep", "seed": 0})["settings"][
         "n_individuals"] == 250
     assert [j["dataset"] for j in w.jobs("robustness")][::5] == w.datasets  # all nine (Figure 3: synthetic too)
+    # MNIST's final models train one job per seed (its five-seed jobs were the 34-core critical path)
+    assert w.final_datasets(per_seed=True) == ["mnist"]
+    assert [(j["rule"], j["seed"]) for j in w.jobs("final_seed")] == [
+        *[("train_final_seed", s) for s in range(5)], *[("train_final_ablation_seed", s) for s in range(5)]]
     main = w.job("final", {"dataset": "circles"}, group="main")
     assert main["best"] is None and main["members"][0]["config"]["objective"]["lambda_reg"] == 0.5
     assert Workflow(CONFIGS["smoke"]).job("final", {"dataset": "lin_sep"}, group="main")["best"] == \

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..facts import ATTRIBUTION
+from ..runtime import keep_freed_memory
 
 
 def _protocol_overrides(items: list[str] | None) -> dict:
@@ -27,6 +28,7 @@ def check_experiment(value: str, option: str = "--experiment") -> str:
 
 
 def _cmd_evaluate(args) -> int:
+    keep_freed_memory()  # the searches' step tensors stay in the heap (issue 21)
     from ..evaluation.pool_kernels import cached_ip_star
     from ..experiments.evaluation import parse_models, run, write
 
@@ -43,6 +45,7 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_robustness(args) -> int:
+    keep_freed_memory()
     from ..experiments.evaluation import parse_models, write
     from ..experiments.robustness import run
 
@@ -53,6 +56,7 @@ def _cmd_robustness(args) -> int:
 
 
 def _cmd_attribution(args) -> int:
+    keep_freed_memory()
     from ..experiments.attributions import run
     from ..experiments.evaluation import parse_models, write
 

@@ -10,6 +10,7 @@ from ..experiments.grids.configs import baseline_config
 from ..experiments.grids.definitions import GRIDS, baseline_key, baseline_keys, chunks, grid_points
 from ..experiments.grids.runner import run_chunk, write
 from ..experiments.grids.tuning import write_best
+from ..runtime import keep_freed_memory
 from .args import json_object
 
 
@@ -62,6 +63,7 @@ def _cmd_baseline(args) -> int:
 
 
 def _cmd_run(args) -> int:
+    keep_freed_memory()  # CT training and evaluation of the chunk's points (issue 21)
     ov = json_object(args.overrides, "--overrides")
     if args.point:
         pts: list[Any] = list(args.point)

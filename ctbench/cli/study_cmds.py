@@ -10,10 +10,12 @@ from pathlib import Path
 import pandas as pd
 
 from ..io import atomic_write_json, atomic_write_text
+from ..runtime import keep_freed_memory
 from .args import json_object
 
 
 def _cmd_effect(args) -> int:
+    keep_freed_memory()  # trains and evaluates (issue 21)
     from ..experiments.evaluation import parse_models
     from ..experiments.fidelity import REQUIRED, run_effect, write
 
@@ -38,6 +40,7 @@ def _cmd_merge(args) -> int:
 
 
 def _cmd_consistency(args) -> int:
+    keep_freed_memory()
     from ..experiments.consistency import run, write
 
     settings = json.loads(args.settings) if args.settings else {}

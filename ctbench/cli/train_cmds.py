@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..runtime import keep_freed_memory
+
 
 def _train_configs(args) -> list[dict]:
     import json
@@ -42,11 +44,19 @@ def _train_configs(args) -> list[dict]:
 
 
 def _cmd_train(args) -> int:
+    keep_freed_memory()  # CT training searches every step (issue 21)
+    from ..errors import UserInputError
     from ..training.pipeline import FailedTraining, train_from_config, train_population_from_configs
+    from ..training.search_threads import search_threads
 
     cfgs = _train_configs(args)
     if len(cfgs) == 1:
-        trained = {args.out[0]: train_from_config(cfgs[0], progress=not args.quiet)}
+        with search_threads(args.search_threads):
+            trained = {args.out[0]: train_from_config(cfgs[0], progress=not args.quiet)}
+        if args.search_threads is not None:  # recorded beside the config's threads (the sidecar's meta)
+            trained[args.out[0]].meta["search_threads"] = args.search_threads
+    elif args.search_threads is not None:
+        raise UserInputError("--search-threads applies to one model (one --out); populations search together")
     else:  # several models: trained together as populations, one tensor program per shareable group
         trained = train_population_from_configs(dict(zip(args.out, cfgs, strict=True)), progress=not args.quiet)
     failed = 0
@@ -96,6 +106,7 @@ def _read_matrix(path: str, option: str = "--factuals") -> np.ndarray:
 
 
 def _cmd_generate(args) -> int:
+    keep_freed_memory()
     import pandas as pd
 
     from ..checks import check_value
@@ -152,6 +163,10 @@ def add_cli(sub) -> None:
                    help="save a run that diverged or did not learn anyway, for inspection, marked failed in its "
                    "sidecar (= training.keep_failed: true); the exit code stays 1")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument("--search-threads", dest="search_threads", type=int, metavar="N",
+                   help="run each epoch's counterfactual search at N intra-op threads and the rest at the config's "
+                   "threads: the same model bit for bit as one thread (the search is bitwise across thread "
+                   "counts, the weight update is not); recorded in the sidecar as search_threads")
     t.set_defaults(func=_cmd_train)
 
     g = sub.add_parser("generate", help="counterfactuals for given factuals with a saved model")

@@ -32,6 +32,7 @@ import torch
 
 from ..facts import CONSISTENCY_PARTS
 from ..generators.elastic_net import BOXES
+from ..generators.pgd import STEP_RULES
 from ..io import provenance, write_frame
 from .consistency_search import FRAME_COLUMNS, METHODS, SearchContext, check_methods, evaluate, search_methods
 from .invalidation import retraining_members, retraining_plan
@@ -73,6 +74,10 @@ DEFAULTS: dict[str, Any] = {
     "lipschitz": {"samples": 16, "radius_factor": 0.05}, "vae_epochs": 100, "data_params": {},
     # Min-ℓ1/ℓ2's box (fidelity switch ``elastic_net_box``); null: the run's fidelity (below) decides
     "elastic_net_box": None,
+    # Min-ε PGD's step per bound ε_k (``MinEpsPGDGenerator.step_rule``): ``paper`` α = 2·ε_k/steps (App. B.3's text,
+    # what the committed run used) or ``code`` α = 2·ε_k²/steps (the authors' code passes 2·ε_k/steps to foolbox's
+    # L2PGD as a step *relative* to ε_k)
+    "pgd_step_rule": "paper",
     # the run's fidelity mode and switch overrides (the workflow passes its own): the CT part trains its CT and BL
     # models with them, as the final models are trained; the Black et al. part takes the elastic-net box from them
     # (unless ``elastic_net_box`` is given), while its base models follow Black et al.'s Keras training (batches
@@ -120,6 +125,8 @@ def resolve_settings(settings: dict[str, Any] | None, part: str = "black2022") -
         raise ValueError(f"consistency.sns.fidelity: {s['sns']['fidelity']!r}; allowed: reference, paper")
     if s["elastic_net_box"] not in (None, *BOXES):
         raise ValueError(f"consistency.elastic_net_box: {s['elastic_net_box']!r}; allowed: null, {', '.join(BOXES)}")
+    if s["pgd_step_rule"] not in STEP_RULES:
+        raise ValueError(f"consistency.pgd_step_rule: {s['pgd_step_rule']!r}; allowed: {', '.join(STEP_RULES)}")
     if not isinstance(s["fidelity_overrides"], dict):
         raise ValueError(f"consistency.fidelity_overrides: {s['fidelity_overrides']!r} must be a mapping of switches")
     run_fidelity(s)  # an unknown mode or switch stops here, before any training
@@ -149,7 +156,7 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     if not block.get("enabled", False):
         return []
     out = []
-    common = {k: block[k] for k in ("sns", "lipschitz", "vae_epochs", "elastic_net_box") if k in block}
+    common = {k: block[k] for k in ("sns", "lipschitz", "vae_epochs", "elastic_net_box", "pgd_step_rule") if k in block}
     common.update(fidelity=config.get("fidelity", "reference"),
                   fidelity_overrides=dict(config.get("fidelity_overrides") or {}))
     for d in _black2022_datasets(block.get("datasets") or [], list(config.get("datasets") or [])):
@@ -315,7 +322,8 @@ def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
         done += len(ms)
         base, retrained, failed = _split(res, ms)
         ctx = SearchContext(eps, sns_radius, s["sns"]["fidelity"], arch.l1_step, arch.l2_step, arch.latent_radius,
-                            X, vae, ecco.get(label), seed, elastic_net_box=box)
+                            X, vae, ecco.get(label), seed, elastic_net_box=box,
+                            pgd_step_rule=s["pgd_step_rule"])
         target = _targets(base, x, data.n_classes, seed)
         found, search_cpu = search_methods(base, x, target, cons, list(s["methods"]), ctx)
         t = time.process_time()
@@ -332,7 +340,7 @@ def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
             "acc_loo": _accuracy(retrained["loo"], x_test, data.y_test)}
     cpu["total"] = time.process_time() - t0
     meta.update(models=models_meta, pgd_max_eps=eps, sns_radius=sns_radius, n_factuals=int(len(rows)),
-                elastic_net_box=box,
+                elastic_net_box=box, pgd_step_rule=s["pgd_step_rule"],
                 cpu_seconds=cpu, provenance=provenance())
     return _with_meta(pd.concat(frames, ignore_index=True), meta)
 

@@ -48,6 +48,8 @@ class SearchContext:
     extra: dict[str, Any] = field(default_factory=dict)
     #: box of Min-ℓ1/ℓ2 (fidelity switch ``elastic_net_box``): ``feature`` or ``art`` (stock ART's [0, 1] clamp)
     elastic_net_box: str = "art"
+    #: Min-ε PGD's step rule (``MinEpsPGDGenerator.step_rule``): ``paper`` (2·ε/steps) or ``code`` (2·ε²/steps)
+    pgd_step_rule: str = "paper"
 
     def base_generator(self, name: str):
         if name == "ecco":
@@ -57,7 +59,8 @@ class SearchContext:
         box = self.elastic_net_box
         kw: dict[str, Any] = {"min_l1": {"learning_rate": self.l1_step, "box": box},
                               "min_l2": {"learning_rate": self.l2_step, "box": box},
-                              "min_eps_pgd": {"max_epsilon": self.pgd_max_eps, "seed": self.seed},
+                              "min_eps_pgd": {"max_epsilon": self.pgd_max_eps, "seed": self.seed,
+                                              "step_rule": self.pgd_step_rule},
                               "latent_random": {"radius": self.latent_radius},
                               "prototype": {"X_train": self.X_train}}[name]
         return make_method(name, vae=self.vae, **kw), None

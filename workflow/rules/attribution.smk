@@ -2,7 +2,7 @@
 # Jobs (models, rounds, samples, steps): ctbench.experiments.attributions.jobs.
 rule attribution:
     input:
-        models=from_job("attribution", "models", rules.train_final.output),
+        models=from_job("attribution", "models", *MAIN_MODELS),
     output:
         W.pattern("attribution"),
     params:
@@ -11,6 +11,7 @@ rule attribution:
         args=lambda w: [a for k, flag in (("n_rounds", "--rounds"), ("n_samples", "--samples"), ("steps", "--steps"))
                         for a in (flag, str(W.job("attribution", w)[k]))],
         code=code("eval_cmds"),
+        cpu=f"{RES}/benchmarks/attribution/{{dataset}}_s{{seed}}.cpu.json",
     threads: config.get("threads_per_job", 1)
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -22,5 +23,6 @@ rule attribution:
     conda:
         "../../envs/ctbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} ctbench attribution --model {params.models:q} {params.args:q} "
+        "OMP_NUM_THREADS={threads} {CPU_RECORD} {params.cpu:q} "
+        "ctbench attribution --model {params.models:q} {params.args:q} "
         "--seed {wildcards.seed} --experiment mutability --out {output} > {log} 2>&1"

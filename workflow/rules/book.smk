@@ -9,6 +9,7 @@ rule book:
         report=W.path("report"),
         out=W.path("book"),
         code=code("report_cmds"),
+        cpu=f"{RES}/benchmarks/book/book.cpu.json",
     benchmark:
         f"{RES}/benchmarks/book/book.tsv"
     log:
@@ -16,6 +17,7 @@ rule book:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench book --report {params.report} --out {params.out} {params.strict} > {log} 2>&1"
 
 

@@ -51,3 +51,11 @@ def from_job(kind, key, *outputs, **fixed):
 def model_args(kind):
     """A params function: ``NAME=PATH`` of each model of the job (``ctbench evaluate --model ...``)."""
     return lambda w: [f"{name}={path}" for name, path in W.job(kind, w)["models"].items()]
+
+
+# The prefix of a command that counts its own CPU (ctbench.cpu_record): `{CPU_RECORD} {params.cpu:q} ctbench ...`
+# runs the command and writes what the kernel counted for it (user + system seconds, peak RSS) to params.cpu, the
+# job's `benchmark:` record with `.cpu.json` for `.tsv`; `ctbench stage-times` prefers it to Snakemake's record, which
+# samples and under-counts (~20%). Rules whose command code does not change in a regeneration (data, figure1,
+# black_figure1/2) keep Snakemake's record only, so that adding this reran none of them.
+CPU_RECORD = "python -m ctbench.cpu_record"

@@ -11,6 +11,7 @@ rule consistency:
         job=job("consistency"),
         settings=lambda w: json.dumps(W.job("consistency", w)["settings"], sort_keys=True),
         code=code("study_cmds"),
+        cpu=f"{RES}/benchmarks/consistency_{{part}}/{{dataset}}_s{{seed}}.cpu.json",
     threads: 1
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -22,5 +23,6 @@ rule consistency:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench consistency --part {wildcards.part} --dataset {wildcards.dataset} --seed {wildcards.seed} "
         "--settings {params.settings:q} --out {output} --quiet > {log} 2>&1"

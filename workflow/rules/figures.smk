@@ -66,9 +66,9 @@ rule black_figure2:
 
 rule mnist_figures:
     input:
-        # made by train_final: the first seed's constrained CT and the shared BL on MNIST
-        ct=lambda w: made_by([W.job("figures", figure="mnist")["ct"]], rules.train_final.output),
-        bl=lambda w: made_by([W.job("figures", figure="mnist")["bl"]], rules.train_final.output),
+        # made by train_final(_seed): the first seed's constrained CT and the shared BL on MNIST
+        ct=lambda w: made_by([W.job("figures", figure="mnist")["ct"]], *MAIN_MODELS),
+        bl=lambda w: made_by([W.job("figures", figure="mnist")["bl"]], *MAIN_MODELS),
     output:
         W.path("report_figure", name="mnist_counterfactuals"),
         W.path("report_figure", name="mnist_grid_ct"),  # the appendix's 10x10 grids (paper Figures 4-5)
@@ -77,6 +77,7 @@ rule mnist_figures:
         job=lambda w: W.job("figures", figure="mnist"),
         out=W.path("report"),
         code=code("figure_cmds"),
+        cpu=f"{RES}/benchmarks/mnist_figures/mnist_figures.cpu.json",
     benchmark:
         f"{RES}/benchmarks/mnist_figures/mnist_figures.tsv"
     log:
@@ -84,6 +85,7 @@ rule mnist_figures:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench mnist-figures --ct {input.ct} --bl {input.bl} --out {params.out} > {log} 2>&1"
 
 
@@ -91,7 +93,7 @@ rule fidelity_effect:
     input:
         # the final models this effect may reuse (made by train_final): those of this profile whose config is the
         # study's (per switch)
-        reuse=from_job("fidelity_effect", "reuse", rules.train_final.output, *ABLATION_MODELS),
+        reuse=from_job("fidelity_effect", "reuse", *MAIN_MODELS, *ABLATION_MODELS),
     output:
         W.pattern("fidelity_effect"),
     params:
@@ -103,6 +105,7 @@ rule fidelity_effect:
         # the run's fidelity overrides: the study keeps them for every switch but the one it varies
         overrides=lambda w: json.dumps(W.job("fidelity_effect", w)["fidelity_overrides"], sort_keys=True),
         code=code("study_cmds"),
+        cpu=f"{RES}/benchmarks/fidelity_effect/{{switch}}__{{dataset}}.cpu.json",
     threads: 1
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -114,6 +117,7 @@ rule fidelity_effect:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench fidelity-effect --switch {wildcards.switch} --dataset {wildcards.dataset} {params.quick} "
         "--seeds {params.seeds} {params.reuse:q} --fidelity-overrides {params.overrides:q} --out {output} "
         "> {log} 2>&1"
@@ -126,6 +130,7 @@ rule fidelity_effects:
         W.path("fidelity_effects"),
     params:
         code=code("study_cmds"),
+        cpu=f"{RES}/benchmarks/fidelity_effects/merge.cpu.json",
     benchmark:
         f"{RES}/benchmarks/fidelity_effects/merge.tsv"
     log:
@@ -133,4 +138,5 @@ rule fidelity_effects:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench fidelity-effects-merge {input} --out {output} > {log} 2>&1"

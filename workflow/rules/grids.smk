@@ -28,6 +28,7 @@ rule grid_baseline:
         fidelity=FIDELITY,
         args=grid_args("grid_baseline"),
         code=code("grid_cmds"),
+        cpu=f"{RES}/benchmarks/grid_baseline/{{grid}}_{{dataset}}_{{key}}_s{{seed}}.cpu.json",
     threads: 1
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset),
@@ -38,6 +39,7 @@ rule grid_baseline:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench grid baseline --grid {wildcards.grid} --key {wildcards.key} --seed {wildcards.seed} {params.args:q} "
         "--threads {threads} --quiet --out {output} > {log} 2>&1"
 
@@ -54,6 +56,7 @@ rule grid_chunk:
         points=lambda w: [a for p in W.job("grid_chunk", w)["points"] for a in ("--point", p)],
         eval=lambda w: ["--eval", json.dumps(e, sort_keys=True)] if (e := W.job("grid_chunk", w)["evaluation"]) else [],
         code=code("grid_cmds"),
+        cpu=f"{RES}/benchmarks/grid_chunk/{{grid}}_{{dataset}}_{{key}}_c{{chunk}}_s{{seed}}.cpu.json",
     threads: 1
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset),
@@ -65,5 +68,6 @@ rule grid_chunk:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench grid run --grid {wildcards.grid} --seed {wildcards.seed} {params.args:q} {params.points:q} "
         "--baseline {input.baseline} {params.eval:q} --threads {threads} --quiet --out {output} > {log} 2>&1"

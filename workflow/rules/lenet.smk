@@ -5,6 +5,12 @@
 # individuals and seed), under {results}/lenet/eval/: the report's table1_lenet.csv (Table-1-style LeNet rows beside
 # the MLP's; beyond the paper, which reports no LeNet result). Jobs, paths and configs: ctbench.experiments.lenet
 # (no ctbench command imports it, so no other rule's code fingerprint moves).
+def lenet_threads(w):
+    """The CT model's search at lenet.search_threads (null: threads_per_job); BL has no search."""
+    base = config.get("threads_per_job", 1)
+    return base if w.objective == "vanilla" else (config.get("lenet") or {}).get("search_threads") or base
+
+
 if W.jobs("lenet"):
 
     rule lenet_train:
@@ -17,7 +23,11 @@ if W.jobs("lenet"):
             fidelity=FIDELITY,
             config=lambda w: json.dumps(W.job("lenet", w)["config"], sort_keys=True),
             code=code("train_cmds"),
-        threads: config.get("threads_per_job", 1)
+            cpu=f"{RES}/benchmarks/lenet_train/{{dataset}}_{{objective}}_s{{seed}}.cpu.json",
+            # the search alone at the job's threads (bitwise across thread counts), the weight update at
+            # threads_per_job (not bitwise across them): `ctbench train --search-threads`; BL has no search
+            threads=config.get("threads_per_job", 1),
+        threads: lenet_threads
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset),
             runtime=lambda w: W.runtime_min(w.dataset) * 4,
@@ -28,8 +38,9 @@ if W.jobs("lenet"):
         conda:
             "../../envs/ctbench.yaml"
         shell:
-            "ctbench train --config-json {params.config:q} --out {output} --set threads={threads} --quiet "
-            "> {log} 2>&1"
+            "{CPU_RECORD} {params.cpu:q} "
+            "ctbench train --config-json {params.config:q} --out {output} --set threads={params.threads} "
+            "--search-threads {threads} --quiet > {log} 2>&1"
 
 
     rule lenet_evaluate:
@@ -44,6 +55,7 @@ if W.jobs("lenet"):
                 a for k, v in W.job("lenet_evaluation", w)["settings"].items()
                 for a in ("--set", f"{k}={json.dumps(v)}")],
             code=code("eval_cmds"),
+            cpu=f"{RES}/benchmarks/lenet_evaluate/{{experiment}}_{{dataset}}_s{{seed}}.cpu.json",
         threads: config.get("threads_per_job", 1)
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -55,7 +67,8 @@ if W.jobs("lenet"):
         conda:
             "../../envs/ctbench.yaml"
         shell:
-            "OMP_NUM_THREADS={threads} ctbench evaluate --model {params.models:q} {params.args:q} "
+            "OMP_NUM_THREADS={threads} {CPU_RECORD} {params.cpu:q} "
+            "ctbench evaluate --model {params.models:q} {params.args:q} "
             "--experiment {wildcards.experiment} --out {output} --quiet > {log} 2>&1"
 
 

@@ -8,6 +8,7 @@ rule prop31:
         quick=lambda w: "--quick" if W.job("prop31")["quick"] else "",
         out=W.path("prop31"),
         code=code("study_cmds"),
+        cpu=f"{RES}/benchmarks/prop31/prop31.cpu.json",
     benchmark:
         f"{RES}/benchmarks/prop31/prop31.tsv"
     log:
@@ -15,6 +16,7 @@ rule prop31:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench prop31 {params.quick} --out {params.out} > {log} 2>&1"
 
 
@@ -25,9 +27,9 @@ rule report:
         attribution=expand(rules.attribution.output[0], zip, **W.wildcards("attribution")),
         grids=expand(rules.grid_chunk.output[0], zip, **W.wildcards("grid_chunk")),
         tuned=expand(rules.tune_select.output[0], zip, **W.wildcards("tune_best")),
-        # every final model (their sidecars give the appendix's Table 2), made by train_final(_ablation), and the
+        # every final model (their sidecars give the appendix's Table 2), made by train_final(_ablation)(_seed), and the
         # LeNet models when the lenet stage is on (lenet_train: training_time.csv only)
-        models=[*made_by(W.final_models(), rules.train_final.output, *ABLATION_MODELS), *LENET_MODELS],
+        models=[*made_by(W.final_models(), *MAIN_MODELS, *ABLATION_MODELS), *LENET_MODELS],
         prop31=rules.prop31.output if W.jobs("prop31") else [],
         consistency=expand(rules.consistency.output[0], zip, **W.wildcards("consistency")),
         # the retrain stage's evaluations (workflow/rules/retrain.smk): passed as --retrain-eval when retrain.report
@@ -62,6 +64,7 @@ rule report:
         nan_groups=config.get("report", {}).get("ip_star_nan_groups", "drop"),
         out=W.path("report"),
         code=code("report_cmds"),
+        cpu=f"{RES}/benchmarks/report/report.cpu.json",
     benchmark:
         f"{RES}/benchmarks/report/report.tsv"
     log:
@@ -69,6 +72,7 @@ rule report:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench report --eval {input.evals} --models {input.models} {params.optional} --claims {input.claims} "
         "--benchmarks {params.benchmarks} --profile {params.profile} --config-json {params.config_json:q} "
         "--stages {params.stages} {params.publish} --ip-star-nan-groups {params.nan_groups} --out {params.out} "
@@ -111,6 +115,7 @@ rule report_gallery:
         report=W.path("report"),
         out=W.path("report_gallery"),
         code=code("report_cmds"),
+        cpu=f"{RES}/benchmarks/report_gallery/report_gallery.cpu.json",
     benchmark:
         f"{RES}/benchmarks/report_gallery/report_gallery.tsv"
     log:
@@ -118,5 +123,6 @@ rule report_gallery:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench gallery --report {params.report} --out {params.out} > {log} 2>&1"
 

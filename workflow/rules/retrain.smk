@@ -28,6 +28,7 @@ if W.jobs("retrain_final"):
             fidelity=FIDELITY,
             args=retrain_args,
             code=code("train_cmds"),
+            cpu=f"{RES}/benchmarks/retrain_train/{{dataset}}.cpu.json",
         threads: config.get("threads_per_job", 1)
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset),
@@ -39,6 +40,7 @@ if W.jobs("retrain_final"):
         conda:
             "../../envs/ctbench.yaml"
         shell:
+            "{CPU_RECORD} {params.cpu:q} "
             "ctbench train {params.args:q} --set threads={threads} --quiet > {log} 2>&1"
 
     rule retrain_evaluate:
@@ -53,6 +55,7 @@ if W.jobs("retrain_final"):
                 a for k, v in W.job("retrain_evaluation", w)["settings"].items()
                 for a in ("--set", f"{k}={json.dumps(v)}")],
             code=code("eval_cmds"),
+            cpu=f"{RES}/benchmarks/retrain_evaluate/{{experiment}}_{{dataset}}_s{{seed}}.cpu.json",
         threads: config.get("threads_per_job", 1)
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -64,7 +67,8 @@ if W.jobs("retrain_final"):
         conda:
             "../../envs/ctbench.yaml"
         shell:
-            "OMP_NUM_THREADS={threads} ctbench evaluate --model {params.models:q} {params.args:q} "
+            "OMP_NUM_THREADS={threads} {CPU_RECORD} {params.cpu:q} "
+            "ctbench evaluate --model {params.models:q} {params.args:q} "
             "--experiment {wildcards.experiment} --out {output} --quiet > {log} 2>&1"
 
 

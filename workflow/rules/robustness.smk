@@ -2,7 +2,7 @@
 # Jobs (the experiment whose models are attacked): ctbench.experiments.robustness.jobs.
 rule robustness:
     input:
-        models=from_job("robustness", "models", rules.train_final.output, *ABLATION_MODELS),
+        models=from_job("robustness", "models", *MAIN_MODELS, *ABLATION_MODELS),
     output:
         W.pattern("robustness"),
     params:
@@ -10,6 +10,7 @@ rule robustness:
         models=model_args("robustness"),
         experiment=lambda w: W.job("robustness", w)["experiment"],
         code=code("eval_cmds"),
+        cpu=f"{RES}/benchmarks/robustness/{{dataset}}_s{{seed}}.cpu.json",
     threads: config.get("threads_per_job", 1)
     resources:
         mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
@@ -21,5 +22,6 @@ rule robustness:
     conda:
         "../../envs/ctbench.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} ctbench robustness --model {params.models:q} --seed {wildcards.seed} "
+        "OMP_NUM_THREADS={threads} {CPU_RECORD} {params.cpu:q} "
+        "ctbench robustness --model {params.models:q} --seed {wildcards.seed} "
         "--experiment {params.experiment} --out {output} > {log} 2>&1"

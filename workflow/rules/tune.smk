@@ -9,6 +9,7 @@ rule tune_select:
         W.pattern("tune_best"),
     params:
         code=code("grid_cmds"),
+        cpu=f"{RES}/benchmarks/tune_select/{{dataset}}.cpu.json",
     benchmark:
         f"{RES}/benchmarks/tune_select/{{dataset}}.tsv"
     log:
@@ -16,4 +17,5 @@ rule tune_select:
     conda:
         "../../envs/ctbench.yaml"
     shell:
+        "{CPU_RECORD} {params.cpu:q} "
         "ctbench tune select {input} --dataset {wildcards.dataset} --out {output} > {log} 2>&1"

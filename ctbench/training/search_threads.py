@@ -1,0 +1,58 @@
+"""Each epoch's counterfactual search at its own intra-op thread count, the rest of training at the config's.
+
+The search of a LeNet CT epoch (94% of its time, issue 21) gives bitwise the same counterfactuals at any thread
+count: oneDNN's convolutions and max-pooling partition the rows of the batch, and the input gradient is reduced
+per row. The weight gradient is not (its reduction over the batch splits by thread), so the model is only bitwise
+the one-thread model when the search alone runs at several threads
+(``benchmarks/results/lenet-search-threads.md``). ``ctbench train --search-threads N`` uses this; only
+``ctbench.cli.train_cmds`` imports this module, so the other commands' code fingerprints do not see it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import torch
+
+from ..errors import UserInputError
+
+
+def check_search_threads(n) -> int | None:
+    """``n`` as a positive int (``None``: the search runs at the config's ``threads``); bad input raises."""
+    if n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise UserInputError(f"--search-threads: expected a positive integer, got {n!r}")
+    return n
+
+
+@contextlib.contextmanager
+def search_threads(n: int | None):
+    """Within the block, :func:`.trainer.generate_epoch_counterfactuals` (the single-model trainer's per-epoch
+    search) runs at ``n`` threads and restores the previous count after each call; ``None``: unchanged."""
+    n = check_search_threads(n)
+    if n is None:
+        yield
+        return
+    from . import trainer
+
+    inner = trainer.generate_epoch_counterfactuals
+
+    @functools.wraps(inner)
+    def at_n_threads(*args, **kwargs):
+        before = torch.get_num_threads()
+        torch.set_num_threads(n)
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+
+    trainer.generate_epoch_counterfactuals = at_n_threads
+    try:
+        yield
+    finally:
+        trainer.generate_epoch_counterfactuals = inner
+
+
+__all__ = ["check_search_threads", "search_threads"]

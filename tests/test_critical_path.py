@@ -1,0 +1,66 @@
+"""benchmarks/critical_path.py: each job of Snakemake's dot DAG gets its own benchmark record, although the dot
+labels show only a job's new wildcards (a per-seed job's evaluations carry no seed in their labels)."""
+
+import importlib.util
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("critical_path", ROOT / "benchmarks" / "critical_path.py")
+cp = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cp)
+
+# Snakemake's `--dag` of: data → one training job per seed → evaluate; two grid chunks (1 and 10) of one baseline; a
+# consistency job; the report after all. Labels as Snakemake writes them (DAG.new_wildcards).
+DOT = r"""digraph snakemake_dag {
+	0[label = "report", color = "0 0 0", style="rounded"];
+	1[label = "data\ndataset: mnist", color = "0 0 0", style="rounded"];
+	2[label = "train_final_seed\nseed: 0", color = "0 0 0", style="rounded"];
+	3[label = "train_final_seed\nseed: 1", color = "0 0 0", style="rounded"];
+	4[label = "evaluate\nexperiment: single", color = "0 0 0", style="rounded"];
+	5[label = "evaluate\nexperiment: single", color = "0 0 0", style="rounded"];
+	6[label = "grid_baseline\ndataset: moons\ngrid: tune\nkey: bl\nseed: 0", color = "0 0 0", style="rounded"];
+	7[label = "grid_chunk\nchunk: 1", color = "0 0 0", style="rounded"];
+	8[label = "grid_chunk\nchunk: 10", color = "0 0 0", style="rounded"];
+	9[label = "consistency\ndataset: epileptic_seizure\npart: black2022\nseed: 0", color = "0 0 0", style="rounded"];
+	1 -> 2
+	1 -> 3
+	2 -> 4
+	3 -> 5
+	6 -> 7
+	6 -> 8
+	4 -> 0
+	5 -> 0
+	7 -> 0
+	8 -> 0
+	9 -> 0
+}
+"""
+
+
+def _record(folder: Path, rule: str, name: str, cpu: float) -> None:
+    (folder / rule).mkdir(parents=True, exist_ok=True)
+    (folder / rule / f"{name}.tsv").write_text(f"s\tcpu_time\n{cpu + 1}\t{cpu}\n")
+
+
+def test_each_job_gets_its_own_record(tmp_path):
+    for rule, name, cpu in [("evaluate", "single_mnist_s0", 5.0), ("evaluate", "single_mnist_s1", 7.0),
+                            ("grid_chunk", "tune_moons_bl_c10_s0", 30.0), ("grid_chunk", "tune_moons_bl_c1_s0", 20.0),
+                            ("grid_chunk", "tune_lr_moons_bl_c1_s0", 99.0),
+                            ("consistency_black2022", "epileptic_seizure_s0", 584.0), ("report", "report", 200.0)]:
+        _record(tmp_path, rule, name, cpu)
+    nodes, edges = cp.parse_dot(DOT)
+    parents = defaultdict(list)
+    for a, b in edges:
+        parents[b].append(a)
+    inherited = cp.fill_wildcards(nodes, parents)
+    assert nodes[4][1] == {"experiment": "single", "dataset": "mnist"} and inherited[4] == {"seed": "0"}
+    assert inherited[0] == {}  # the report's ancestors disagree on everything
+    times = cp.job_times(nodes, cp.read_records(tmp_path), {("train_final_seed", "mnist"): 127.0}, {}, 10.0,
+                         inherited)
+    assert times[4] == (5.0, "record") and times[5] == (7.0, "record")  # seed 0's and seed 1's evaluation
+    assert times[7] == (20.0, "record") and times[8] == (30.0, "record")  # chunk 1 is not chunk 10, nor tune_lr's
+    assert times[9] == (584.0, "record")  # consistency_<part>/ records count for the consistency rule
+    assert times[2] == times[3] == (127.0, "override") and times[6] == (10.0, "default")
+    length, chain, makespan, _ = cp.schedule(nodes, edges, {n: t for n, (t, _) in times.items()}, 34)
+    assert [nodes[n][0] for n in chain] == ["consistency", "report"] and length == makespan == 784.0
