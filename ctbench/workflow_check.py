@@ -83,7 +83,11 @@ def check_schema(config: dict[str, Any], schema_path: str | Path) -> None:
         err = jsonschema.exceptions.best_match(errors)
         where = ".".join(str(p) for p in err.absolute_path) or "config"
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise ConfigError(f"{where}: {err.message}{more}. The allowed settings are described in {schema_path}.")
+        # a regular expression or a type alone does not say what to write: the setting's description does
+        hint = f" ({err.schema['description']})" if err.validator in ("pattern", "type") and isinstance(
+            err.schema, dict) and err.schema.get("description") else ""
+        raise ConfigError(f"{where}: {err.message}{hint}{more}. The allowed settings are described in "
+                          f"{schema_path}.")
 
 
 def _checked(where: str, fn, *args, **kw):

@@ -500,6 +500,7 @@ DRY = [
     ("epochs-negative", ["training={epochs: -5}"], 1, ("training.epochs", "-5 is less than the minimum of 1")),
     ("switch-misspelt", ["fidelity_overrides={nascent_inclusiv: false}"], 1, ("nascent_inclusiv",)),
     ("grid-tau", ["grids={overrides: {gen_params: {tau: [1.5]}}}"], 1, ("grids.overrides.gen_params.tau", "1.5")),
+    ("lenet-device", ["lenet={device: gpu}"], 1, ("lenet.device", "'gpu'", "write cpu, cuda or cuda:N")),
     ("valid-n-runs", ["evaluation={n_runs: 5}", "fidelity_overrides={nascent_inclusive: false}"], 0, ()),
 ]
 

@@ -11,11 +11,16 @@ train``); its path template lives here, not in :data:`ctbench.facts.PATHS`, so a
 code fingerprint. The evaluation jobs are the evaluation planner's (:func:`.evaluation.jobs`) on a copy of the
 config narrowed to the ``single`` experiment, the block's datasets and seed, with the LeNet files as models: the
 generator, λ_egy values, runs, individuals and seed are the MLP's.
+
+``lenet.device`` (null: the profile's ``device``) moves the two trainings alone to a GPU: the CT model's 100 epochs
+are the profile's longest job on a CPU (issue 21). The evaluation stays where ``ctbench evaluate`` runs (the CPU; a
+twentieth of the training's cost), loading the CUDA-trained weights there.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from ..errors import ConfigError
@@ -30,6 +35,8 @@ EXPERIMENT = "single"
 #: CT and BL (the compute claim compares their training times)
 OBJECTIVES = ("full", "vanilla")
 MODEL = {"type": "lenet"}
+#: the devices ``lenet.device`` takes (the workflow schema's pattern of ``device``)
+DEVICE = re.compile(r"^(cpu|cuda(:[0-9]+)?)$")
 
 
 _PATHS = StagePaths("lenet", PATHS)
@@ -37,12 +44,31 @@ _PATHS = StagePaths("lenet", PATHS)
 fields, path, pattern = _PATHS.fields, _PATHS.path, _PATHS.pattern
 
 
+def device(config: dict[str, Any]) -> str:
+    """The LeNet jobs' device: ``lenet.device``, or the profile's ``device`` where it is null (or the block has none).
+    Checked here as well as by the schema, since the planner runs without it (Python API, tests)."""
+    value = (config.get("lenet") or {}).get("device")
+    if value is None:
+        return str(config.get("device", "cpu"))
+    if not isinstance(value, str) or not DEVICE.match(value):
+        raise ConfigError(f"lenet.device: {value!r} is not a device; write cpu, cuda or cuda:N (N: the GPU's index), "
+                          f"or null for the profile's `device:` ({config.get('device', 'cpu')})")
+    return value
+
+
+def gpus(config: dict[str, Any]) -> int:
+    """GPUs a LeNet training job needs (its rule's ``gpu`` resource): 1 on CUDA, else 0."""
+    return 1 if device(config).startswith("cuda") else 0
+
+
 def train_config(config: dict[str, Any], dataset: str, objective: str, seed: int,
                  epochs: int | None = None) -> dict[str, Any]:
     """The single experiment's final train config of ``dataset`` (the workflow's training, fidelity, data and
-    device settings applied) with a LeNet; ``epochs`` (None: the workflow's ``training.epochs``, else 100)."""
+    device settings applied) with a LeNet on :func:`device`; ``epochs`` (None: the workflow's ``training.epochs``,
+    else 100)."""
     from .final_training import train_config as final_config
 
+    config = {**config, "device": device(config)}  # lenet.device null: the profile's own, the same config
     if epochs is not None:
         config = {**config, "training": {**(config.get("training") or {}), "epochs": int(epochs)}}
     folder = "baseline" if objective == "vanilla" else "single"
@@ -54,6 +80,7 @@ def train_config(config: dict[str, Any], dataset: str, objective: str, seed: int
 def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     """One training job per (dataset, objective) of the ``lenet`` block: one model each (``out``, ``config``)."""
     block = config.get("lenet") or {}
+    device(config)  # a bad lenet.device is refused even while the stage is off
     if not block.get("enabled", False):
         return []
     datasets = [d for d in (block.get("datasets") or ["mnist"]) if d in config["datasets"]]
@@ -93,5 +120,5 @@ def evaluation_jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["EXPERIMENT", "MODEL", "OBJECTIVES", "PATHS", "evaluation_jobs", "jobs", "path", "pattern",
-           "train_config"]
+__all__ = ["DEVICE", "EXPERIMENT", "MODEL", "OBJECTIVES", "PATHS", "device", "evaluation_jobs", "gpus", "jobs", "path",
+           "pattern", "train_config"]

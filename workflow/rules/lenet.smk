@@ -5,10 +5,20 @@
 # individuals and seed), under {results}/lenet/eval/: the report's table1_lenet.csv (Table-1-style LeNet rows beside
 # the MLP's; beyond the paper, which reports no LeNet result). Jobs, paths and configs: ctbench.experiments.lenet
 # (no ctbench command imports it, so no other rule's code fingerprint moves).
+from ctbench.experiments import lenet as lenet_stage
+
+
 def lenet_threads(w):
     """The CT model's search at lenet.search_threads (null: threads_per_job); BL has no search."""
     base = config.get("threads_per_job", 1)
     return base if w.objective == "vanilla" else (config.get("lenet") or {}).get("search_threads") or base
+
+
+# lenet.device (null: the profile's device) trains the pair on a GPU: the CT model's 100 epochs are this profile's
+# longest job on one CPU thread (46 min), ~40 s on one GPU (benchmarks/README.md, "GPU"). On CUDA the rule asks for
+# one GPU with snakemake-executor-plugin-slurm's `gpu` resource (sbatch --gpus=1; its docs, "GPU Jobs"); on the CPU it
+# has no such resource, so the CPU plan is today's.
+LENET_GPU = {"gpu": lenet_stage.gpus(config)} if lenet_stage.gpus(config) else {}
 
 
 if W.jobs("lenet"):
@@ -31,6 +41,7 @@ if W.jobs("lenet"):
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset),
             runtime=lambda w: W.runtime_min(w.dataset) * 4,
+            **LENET_GPU,
         benchmark:
             f"{RES}/benchmarks/lenet_train/{{dataset}}_{{objective}}_s{{seed}}.tsv"
         log:
