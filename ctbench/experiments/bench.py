@@ -1,6 +1,6 @@
 """Benchmarks of the core (``ctbench bench``): search throughput and CT training wall time.
 
-``ctbench bench`` (:mod:`ctbench.cli.study_cmds`) writes the results as JSON and Markdown to
+``ctbench bench`` (:mod:`ctbench.cli.bench_cmds`) writes the results as JSON and Markdown to
 ``benchmarks/results/`` with the machine and versions, so the numbers quoted in the README can be traced to a run.
 Targets (DESIGN §7): ≥ 100k counterfactuals/s for a tabular MLP on 2 CPU threads (≥ 1M/s on an H100); one synthetic
 CT run with the paper's final settings ≤ 10 s.
