@@ -168,6 +168,18 @@ def test_code_fingerprint_follows_the_import_closure(tmp_path):
         fingerprint_of(("ctbench.cli.nothing",), pkg)
 
 
+def test_benchmark_code_reruns_no_paper_stage():
+    """`ctbench bench` has a command module of its own: no stage of the workflow reaches the benchmark code, so a
+    change of it (e.g. a GPU path) leaves every rule's code fingerprint, and so the committed result set, as it is."""
+    stages = [f"ctbench.cli.{m}" for m in ("train_cmds", "data_cmds", "eval_cmds", "grid_cmds", "figure_cmds",
+                                            "study_cmds", "report_cmds")]
+    bench = {"ctbench.experiments.bench", "ctbench.experiments.bench_population", "ctbench.cli.bench_cmds"}
+    for stage in stages:
+        assert not bench & set(closure(stage)), stage
+    assert {"ctbench.experiments.bench", "ctbench.experiments.bench_population"} <= set(
+        closure("ctbench.cli.bench_cmds"))
+
+
 def test_unlock_needs_no_data(tmp_path):
     """`snakemake --unlock` after a killed run runs no job, so it works without the data directory (before, the
     start-up check refused it: "data file adult/adult.data not found", and the lock stayed)."""

@@ -2,7 +2,7 @@
 
 # Modules: train_cmds (train, generate), data_cmds (data ...), eval_cmds (evaluate, robustness, attribution),
 # grid_cmds (grid ..., tune select), figure_cmds (figure1, mnist-figures), study_cmds (fidelity-effect(s-merge),
-# consistency, prop31, bench), report_cmds (report, appendix, compare, book, gallery,
+# consistency, prop31), bench_cmds (bench), report_cmds (report, appendix, compare, book, gallery,
 # stage-times). The only argparse in ctbench:
 # the experiments (ctbench.experiments) and the report take plain arguments.
 
@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import check_cmds, data_cmds, eval_cmds, figure_cmds, grid_cmds, report_cmds, study_cmds, train_cmds
+from . import bench_cmds, check_cmds, data_cmds, eval_cmds, figure_cmds, grid_cmds, report_cmds, study_cmds, train_cmds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     grid_cmds.add_cli(sub)
     figure_cmds.add_cli(sub)
     study_cmds.add_cli(sub)
+    bench_cmds.add_cli(sub)
     report_cmds.add_cli(sub)
     check_cmds.add_cli(sub)
     return p

@@ -1,4 +1,4 @@
-"""``ctbench fidelity-effect``, ``fidelity-effects-merge``, ``consistency``, ``prop31`` and ``bench``: the studies of
+"""``ctbench fidelity-effect``, ``fidelity-effects-merge``, ``consistency`` and ``prop31``: the studies of
 :mod:`ctbench.experiments`, run and written here (the figures of ``prop31`` drawn by
 :mod:`ctbench.report.figures.prop31_figures`)."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..io import atomic_write_json, atomic_write_text
+from ..io import atomic_write_text
 from ..runtime import keep_freed_memory
 from .args import json_object
 
@@ -87,30 +87,8 @@ def _cmd_prop31(args) -> int:
     return 0
 
 
-def _write_bench(report: dict, out: Path, tag: str, to_markdown) -> None:
-    atomic_write_json(out / f"{tag}.json", report)
-    md = to_markdown(report)
-    atomic_write_text(out / f"{tag}.md", md)
-    print(md)
-
-
-def _cmd_bench(args) -> int:
-    out = Path(args.out)
-    if args.population:
-        from ..experiments import bench_population as bp
-
-        _write_bench(bp.suite(quick=args.quick), out, "population-cpu1" + ("-quick" if args.quick else ""),
-                     bp.to_markdown)
-        return 0
-    from ..experiments import bench
-
-    tag = ("cuda" if args.device.startswith("cuda") else f"cpu{args.threads}") + ("-quick" if args.quick else "")
-    _write_bench(bench.suite(args.device, args.threads, args.quick), out, f"core-{tag}", bench.to_markdown)
-    return 0
-
-
 def add_cli(subparsers) -> None:
-    """Register ``fidelity-effect``, ``fidelity-effects-merge``, ``consistency``, ``prop31`` and ``bench``."""
+    """Register ``fidelity-effect``, ``fidelity-effects-merge``, ``consistency`` and ``prop31``."""
     from ..experiments.fidelity import QUICK, SWITCHES  # no torch: the CLI starts without it (issue 21)
     from ..facts import CONSISTENCY_PARTS as PARTS
     from ..facts import EVALUATION
@@ -156,12 +134,3 @@ def add_cli(subparsers) -> None:
     p31.add_argument("--quick", action="store_true", help="fewer seeds and settings")
     p31.add_argument("--out", required=True)
     p31.set_defaults(func=_cmd_prop31)
-
-    b = subparsers.add_parser("bench", help="throughput and training-time benchmarks")
-    b.add_argument("--out", default="benchmarks/results", help="folder for the JSON/Markdown results")
-    b.add_argument("--device", default="cpu")
-    b.add_argument("--threads", type=int, default=2)
-    b.add_argument("--quick", action="store_true", help="small sizes (a smoke run of the benchmark itself)")
-    b.add_argument("--population", action="store_true",
-                   help="G single runs in a loop vs one population of G (G = 1, 9, 36, 100; LS and Adult size)")
-    b.set_defaults(func=_cmd_bench)
