@@ -91,8 +91,9 @@ def read_records(folder: Path | None) -> dict[str, list[tuple[str, float]]]:
     return out
 
 
-#: how a benchmark record's name writes a wildcard's value (``{dataset}_s{seed}``, ``..._c{chunk}_...``)
-PREFIX = {"seed": "s", "chunk": "c"}
+#: how a benchmark record's name writes a wildcard's value (``{dataset}_s{seed}``, ``..._c{chunk}_...``,
+#: ``..._k{shard}_n{n}_...``)
+PREFIX = {"seed": "s", "chunk": "c", "shard": "k", "n": "n"}
 
 
 def holds(name: str, key: str, value: str) -> bool:
