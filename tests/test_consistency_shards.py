@@ -118,3 +118,16 @@ def test_shard_slices_and_arguments():
             parse_shard(bad)
     with pytest.raises(ValueError, match="allowed: 1..6"):
         shard_slice(6, 0, 7)
+
+
+def test_missing_data_skips_the_shards_and_the_merge_as_the_single_job(tmp_path, monkeypatch):
+    """A dataset whose raw file is absent: the shard jobs write a `skipped` shard (the workflow still gets its
+    files) and the merge writes the single job's skipped frame, without reading them."""
+    monkeypatch.setenv("CTBENCH_DATA", str(tmp_path / "no-data"))
+    monkeypatch.setenv("CTBENCH_CACHE", str(tmp_path / "no-cache"))  # no processed split to fall back on
+    job = {"part": "black2022", "dataset": "cardiotocography", "seed": 0, "settings": {"n_models": 2, "epochs": 1}}
+    shard = train_shard(job, 0, 2)
+    assert shard["skipped"].startswith("skipped: data for cardiotocography not found") and shard["names"] == []
+    single = run(job)
+    merged = run(job, retrained=[write_shard(shard, tmp_path / "k0.pt")])
+    assert len(merged) == len(single) == 0 and merged.attrs["meta"]["skipped"] == single.attrs["meta"]["skipped"]
