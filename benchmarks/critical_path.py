@@ -16,8 +16,9 @@ Every job runs on one core (``threads_per_job: 1``), so a job's wall time is tak
 path is the longest chain; the makespan is a list schedule on ``--cores`` cores (ready jobs by longest remaining
 chain first). ``--scale`` (CSV ``rule,factor,basis``) multiplies each rule's times, e.g. the estimate after the
 levers of issue 21 (``benchmarks/levers.csv``); ``--assume RULE=S`` sets every job of a rule to a modelled time
-(e.g. the report at its 60 s target). Records in a ``<rule>_<part>`` folder (``consistency_black2022``) count for
-the rule.
+(e.g. the report at its 60 s target); ``--replace`` (CSV as ``--overrides``) sets the jobs it names over their
+records (a job whose work changed since, e.g. the consistency merge). Records in a ``<rule>_<part>`` folder
+(``consistency_black2022``) count for the rule.
 
     python benchmarks/critical_path.py --cores 34 [--scale benchmarks/levers.csv] [--assume report=60]
 """
@@ -91,8 +92,9 @@ def read_records(folder: Path | None) -> dict[str, list[tuple[str, float]]]:
     return out
 
 
-#: how a benchmark record's name writes a wildcard's value (``{dataset}_s{seed}``, ``..._c{chunk}_...``)
-PREFIX = {"seed": "s", "chunk": "c"}
+#: how a benchmark record's name writes a wildcard's value (``{dataset}_s{seed}``, ``..._c{chunk}_...``,
+#: ``..._k{shard}_n{n}_...``)
+PREFIX = {"seed": "s", "chunk": "c", "shard": "k", "n": "n"}
 
 
 def holds(name: str, key: str, value: str) -> bool:
@@ -186,6 +188,9 @@ def main() -> None:
     ap.add_argument("--stages", default=ROOT / "paper" / "results" / "report" / "benchmarks.csv", type=Path)
     ap.add_argument("--overrides", default=[ROOT / "benchmarks" / "paper_jobs.csv"], type=Path, nargs="+",
                     help="CSV files rule,dataset,cpu_s (later files win)")
+    ap.add_argument("--replace", default=None, type=Path,
+                    help="CSV rule,dataset,cpu_s that wins over records too: jobs whose work changed since the "
+                         "records (e.g. the consistency merge of consistency_shards_jobs.csv)")
     ap.add_argument("--assume", default=[], action="append", metavar="RULE=S",
                     help="every job of RULE takes S seconds (a modelled target, e.g. report=60)")
     ap.add_argument("--scale", default=None, type=Path, help="CSV rule,factor,basis applied to every job's time")
@@ -205,6 +210,12 @@ def main() -> None:
             raise SystemExit(f"--overrides: no file {f}")
         overrides.update({(r["rule"], r["dataset"]): float(r["cpu_s"]) for r in csv.DictReader(f.open())})
     times = job_times(nodes, read_records(args.records), overrides, stages, args.default, inherited)
+    if args.replace:
+        if not args.replace.exists():
+            raise SystemExit(f"--replace: no file {args.replace}")
+        new = {(r["rule"], r["dataset"]): float(r["cpu_s"]) for r in csv.DictReader(args.replace.open())}
+        times = {n: ((new[key], "replaced") if (key := (nodes[n][0], nodes[n][1].get("dataset"))) in new else t)
+                 for n, t in times.items()}
     for a in args.assume:
         rule, _, sec = a.partition("=")
         if not sec or rule not in {r for r, _ in nodes.values()}:

@@ -259,6 +259,9 @@ def test_workflow_jobs_and_dry_run(tmp_path):
     out = p.stdout + p.stderr
     assert "rule consistency:" in out and "consistency/black2022/cardiotocography_s0.csv.gz" in out
     assert "consistency/ct/lin_sep_s1.csv.gz" in out
+    # smoke's `consistency.shards: {cardiotocography: 2}`: two shard jobs feed the merge; the CT part stays one job
+    assert "rule consistency_shard:" in out and "black2022/cardiotocography_s0_k1of2.pt" in out
+    assert "consistency_shards/ct/" not in out
 
 
 def test_mlp_hidden_widths():

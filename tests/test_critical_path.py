@@ -64,3 +64,25 @@ def test_each_job_gets_its_own_record(tmp_path):
     assert times[2] == times[3] == (127.0, "override") and times[6] == (10.0, "default")
     length, chain, makespan, _ = cp.schedule(nodes, edges, {n: t for n, (t, _) in times.items()}, 34)
     assert [nodes[n][0] for n in chain] == ["consistency", "report"] and length == makespan == 784.0
+
+
+def test_consistency_shard_jobs_and_their_records(tmp_path):
+    """benchmarks/consistency_shards_dag.py adds Seizure's K shard jobs before its consistency job; each shard's
+    record (`consistency_shard/{part}_{dataset}_k{shard}_n{n}_s{seed}`, the rule's) is its own (k1 is not k10)."""
+    spec = importlib.util.spec_from_file_location("csd", ROOT / "benchmarks" / "consistency_shards_dag.py")
+    csd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(csd)
+    nodes, edges = cp.parse_dot(csd.add_shards(DOT, {"epileptic_seizure": 11}))
+    shards = sorted(n for n, (rule, _) in nodes.items() if rule == "consistency_shard")
+    assert len(shards) == 11 and {(s, 9) for s in shards} <= set(edges) and len(nodes) == 10 + 11
+    for k, cpu in ((1, 100.0), (10, 120.0), *((k, 50.0) for k in (0, 2, 3, 4, 5, 6, 7, 8, 9))):
+        _record(tmp_path, "consistency_shard", f"black2022_epileptic_seizure_k{k}_n11_s0", cpu)
+    parents = defaultdict(list)
+    for a, b in edges:
+        parents[b].append(a)
+    times = cp.job_times(nodes, cp.read_records(tmp_path), {}, {}, 10.0, cp.fill_wildcards(nodes, parents))
+    by_shard = {nodes[n][1]["shard"]: times[n] for n in shards}
+    assert by_shard["1"] == (100.0, "record") and by_shard["10"] == (120.0, "record")
+    length, chain, _, _ = cp.schedule(nodes, edges, {n: t for n, (t, _) in times.items()}, 34)
+    # shard 10 → the merge (no record: the default 10 s) → the report
+    assert nodes[chain[0]][1]["shard"] == "10" and length == 120.0 + 10.0 + cp.UNRECORDED["report"]

@@ -45,7 +45,20 @@ def _cmd_consistency(args) -> int:
 
     settings = json.loads(args.settings) if args.settings else {}
     job = {"part": args.part, "dataset": args.dataset, "seed": args.seed, "settings": settings}
-    df = run(job, progress=not args.quiet)
+    if args.shard is not None:
+        from ..experiments.consistency_shards import parse_shard, train_shard, write_shard
+
+        if args.retrained:
+            raise SystemExit("consistency: --shard trains a shard, --retrained merges shards; give one of them")
+        shard = train_shard(job, *parse_shard(args.shard), progress=not args.quiet)
+        write_shard(shard, args.out)
+        if "skipped" in shard:
+            print(shard["skipped"])
+            return 0
+        print(f"wrote {args.out}: shard {args.shard}, {len(shard['names'])} retrained models "
+              f"({sum(e is not None for e in shard['errors'])} failed), CPU seconds {shard['cpu_seconds']:.1f}")
+        return 0
+    df = run(job, progress=not args.quiet, retrained=args.retrained)
     meta = df.attrs["meta"]
     write(df, args.out)
     if "skipped" in meta:
@@ -126,7 +139,12 @@ def add_cli(subparsers) -> None:
     c.add_argument("--dataset", required=True)
     c.add_argument("--seed", type=int, default=0, help="seed of the base model")
     c.add_argument("--settings", help="JSON: methods, n_models, n_factuals, epochs, sources, sns, lipschitz, ...")
-    c.add_argument("--out", required=True, help="CSV (.csv or .csv.gz), one row per counterfactual; + .json")
+    c.add_argument("--out", required=True, help="CSV (.csv or .csv.gz), one row per counterfactual; + .json "
+                   "(with --shard: the shard's model file)")
+    c.add_argument("--shard", metavar="I/K", help="train only the I-th of K slices of the retrained models and write "
+                   "their weights to --out (the DAG runs the K shards at once; issue 21)")
+    c.add_argument("--retrained", nargs="+", metavar="SHARD", help="the job's K shard files: only the base model "
+                   "trains here; the output is bitwise the single job's")
     c.add_argument("--quiet", action="store_true")
     c.set_defaults(func=_cmd_consistency)
 

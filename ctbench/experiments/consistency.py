@@ -267,9 +267,13 @@ def _members(part: str, dataset: str, seed: int, s: dict[str, Any], plan_n_train
     return first.data, first.cons, first.fid, members, ecco, plan, info
 
 
-def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
+def run(job: dict[str, Any], progress: bool = False, retrained: list[str | Path] | None = None) -> pd.DataFrame:
     """Run one job (``{part, dataset, seed, settings}``); returns the per-counterfactual frame, its metadata (the
     sidecar) in ``attrs["meta"]``.
+
+    ``retrained``: shard files of the job (:mod:`.consistency_shards`) holding its retrained models; then only the
+    base model(s) train here, and the frame is bitwise the one of the job training everything itself (the sidecar's
+    ``cpu_seconds`` adds the shards' CPU to ``train`` and ``total`` and lists it as ``train_shards``).
 
     Settings are checked first, then the data size against ``n_models`` (LOO needs that many distinct points): a
     bad value stops before any training. A real dataset whose files are missing gives an empty frame and a
@@ -299,9 +303,20 @@ def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
     torch.set_num_threads(1)
     all_members = [m for ms in members.values() for m in ms]
     t = time.process_time()
-    results = train_population(all_members, data.X_train, data.y_train, constraints=cons, fidelity=fid,
-                               n_classes=data.n_classes, progress=progress, log_accuracy=False)
-    cpu["train"] = time.process_time() - t
+    shard_cpu: list[float] = []
+    if retrained is None:
+        results = train_population(all_members, data.X_train, data.y_train, constraints=cons, fidelity=fid,
+                                   n_classes=data.n_classes, progress=progress, log_accuracy=False)
+    else:
+        from .consistency_shards import load_shards
+
+        loaded, shard_cpu = load_shards(list(retrained), job, s, members)
+        bases = [ms[0] for ms in members.values()]
+        trained = dict(zip([m.name for m in bases], train_population(
+            bases, data.X_train, data.y_train, constraints=cons, fidelity=fid, n_classes=data.n_classes,
+            progress=progress, log_accuracy=False), strict=True))
+        results = [trained[m.name] if m.name in trained else loaded[m.name] for m in all_members]
+    cpu["train"] = time.process_time() - t + sum(shard_cpu)
     X = data.X_train
     eps = ARCHITECTURES.get(dataset, DEFAULT_ARCHITECTURE).pgd_max_eps if part == "black2022" else None
     eps = float(eps or median_norm(X))
@@ -338,7 +353,9 @@ def run(job: dict[str, Any], progress: bool = False) -> pd.DataFrame:
             "acc_base": _accuracy([base], x_test, data.y_test)["mean"],
             "acc_rs": _accuracy(retrained["rs"], x_test, data.y_test),
             "acc_loo": _accuracy(retrained["loo"], x_test, data.y_test)}
-    cpu["total"] = time.process_time() - t0
+    cpu["total"] = time.process_time() - t0 + sum(shard_cpu)
+    if retrained is not None:
+        cpu["train_shards"] = shard_cpu
     meta.update(models=models_meta, pgd_max_eps=eps, sns_radius=sns_radius, n_factuals=int(len(rows)),
                 elastic_net_box=box, pgd_step_rule=s["pgd_step_rule"],
                 cpu_seconds=cpu, provenance=provenance())
