@@ -94,7 +94,8 @@ def layer_violations(pkg: Path) -> list[str]:
 #: the core's internal order, lowest first: a core module imports only from its own tier or a lower one
 CORE_TIERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("facts", frozenset({"facts"})),
-    ("utilities", frozenset({"", "errors", "checks", "io", "yaml12", "code_version"})),  # "": the package's __init__
+    # "": the package's __init__; runtime and cpu_record: process set-up and per-job CPU records (import no ctbench)
+    ("utilities", frozenset({"", "errors", "checks", "io", "yaml12", "code_version", "runtime", "cpu_record"})),
     ("fidelity", frozenset({"fidelity"})),
     ("data/config", frozenset({"data", "config", "constraints", "paper_settings"})),
     ("generators", frozenset({"generators", "models", "stacked"})),
