@@ -64,3 +64,15 @@ def test_each_job_gets_its_own_record(tmp_path):
     assert times[2] == times[3] == (127.0, "override") and times[6] == (10.0, "default")
     length, chain, makespan, _ = cp.schedule(nodes, edges, {n: t for n, (t, _) in times.items()}, 34)
     assert [nodes[n][0] for n in chain] == ["consistency", "report"] and length == makespan == 784.0
+
+
+def test_a_jobs_own_cpu_record_wins_over_snakemakes(tmp_path):
+    """Where a job wrote the kernel's count of itself (``X.cpu.json``, ``python -m ctbench.cpu_record``), that is its
+    time; Snakemake's sampled record (``X.tsv``) misses about a fifth of a job's CPU."""
+    import json
+
+    _record(tmp_path, "evaluate", "single_mnist_s0", 5.0)
+    _record(tmp_path, "evaluate", "single_mnist_s1", 7.0)
+    (tmp_path / "evaluate" / "single_mnist_s1.cpu.json").write_text(json.dumps({"cpu_seconds": 8.5}))
+    records = dict(cp.read_records(tmp_path)["evaluate"])
+    assert records == {"single_mnist_s0": 5.0, "single_mnist_s1": 8.5}
