@@ -3,7 +3,9 @@
 The DAG is Snakemake's own (``snakemake -n --forceall --dag --configfile workflow/config/paper.yaml``, dot text;
 committed as ``benchmarks/results/paper-dag.dot``, 413 jobs). Each job's time is, in this order:
 
-1. its Snakemake ``benchmark:`` record (``--records RESULTS/benchmarks``: ``<rule>/<wildcards>.tsv``, ``cpu_time``
+1. its own CPU record where the job wrote one (``<rule>/<wildcards>.cpu.json``, ``cpu_seconds``: the kernel's count,
+   ``python -m ctbench.cpu_record``), else its Snakemake ``benchmark:`` record (``--records RESULTS/benchmarks``:
+   ``<rule>/<wildcards>.tsv``, ``cpu_time``
    or else ``s``), matched by rule and wildcard values (those the dot label omits inherited from the job's
    parents: :func:`fill_wildcards`);
 2. a per-job override (``--overrides``, CSV ``rule,dataset,cpu_s``: the profile's measured single jobs, e.g. the
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import heapq
+import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -84,6 +87,9 @@ def read_records(folder: Path | None) -> dict[str, list[tuple[str, float]]]:
         return out
     for f in folder.rglob("*.tsv"):
         rows = list(csv.DictReader(f.open(), delimiter="\t"))
+        own = f.with_suffix(".cpu.json")  # the kernel's count of the job (python -m ctbench.cpu_record): preferred
+        if own.is_file():
+            rows = [{"cpu_time": json.loads(own.read_text())["cpu_seconds"]}]
         if rows:
             r = rows[-1]
             v = r.get("cpu_time") or r.get("s")

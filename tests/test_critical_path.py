@@ -86,3 +86,15 @@ def test_consistency_shard_jobs_and_their_records(tmp_path):
     length, chain, _, _ = cp.schedule(nodes, edges, {n: t for n, (t, _) in times.items()}, 34)
     # shard 10 → the merge (no record: the default 10 s) → the report
     assert nodes[chain[0]][1]["shard"] == "10" and length == 120.0 + 10.0 + cp.UNRECORDED["report"]
+
+
+def test_a_jobs_own_cpu_record_wins_over_snakemakes(tmp_path):
+    """Where a job wrote the kernel's count of itself (``X.cpu.json``, ``python -m ctbench.cpu_record``), that is its
+    time; Snakemake's sampled record (``X.tsv``) misses about a fifth of a job's CPU."""
+    import json
+
+    _record(tmp_path, "evaluate", "single_mnist_s0", 5.0)
+    _record(tmp_path, "evaluate", "single_mnist_s1", 7.0)
+    (tmp_path / "evaluate" / "single_mnist_s1.cpu.json").write_text(json.dumps({"cpu_seconds": 8.5}))
+    records = dict(cp.read_records(tmp_path)["evaluate"])
+    assert records == {"single_mnist_s0": 5.0, "single_mnist_s1": 8.5}

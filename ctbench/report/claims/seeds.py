@@ -223,7 +223,9 @@ def judge_seeds(claims_yaml: str | Path, folders: dict[int, Path],
                 continue
             r = evaluate_claim(c, folder, cache)
             note, verdict = r["note"], r["verdict"]
-            if c.file == "training_time.csv" and verdict not in JUDGED:
+            # a time claim judged on none, or on only some, of its items (the others' seeds share one time, e.g. all
+            # datasets but one trained as populations) is not the claim on this seed
+            if c.file == "training_time.csv" and (verdict not in JUDGED or r.get("missing")):
                 times = pd.read_csv(Path(folder) / c.file)
                 if "train_seconds" in times and times["train_seconds"].isna().any():
                     note, verdict = SHARED_TIME, NOT_JUDGED  # ran, but its seeds were not timed apart
