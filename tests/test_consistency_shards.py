@@ -12,8 +12,8 @@ import pytest
 import torch
 
 import ctbench.experiments.consistency as consistency
-from ctbench.experiments.consistency import run, write
-from ctbench.experiments.consistency_shards import parse_shard, shard_slice, train_shard, write_shard
+from ctbench.experiments.consistency import run, train_shard, write
+from ctbench.experiments.consistency_shards import parse_shard, shard_slice, write_shard
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_DATA = {"n_draws": 600, "n_train": 200, "n_val": 0, "n_test": 100}

@@ -46,7 +46,8 @@ def _cmd_consistency(args) -> int:
     settings = json.loads(args.settings) if args.settings else {}
     job = {"part": args.part, "dataset": args.dataset, "seed": args.seed, "settings": settings}
     if args.shard is not None:
-        from ..experiments.consistency_shards import parse_shard, train_shard, write_shard
+        from ..experiments.consistency import train_shard
+        from ..experiments.consistency_shards import parse_shard, write_shard
 
         if args.retrained:
             raise SystemExit("consistency: --shard trains a shard, --retrained merges shards; give one of them")

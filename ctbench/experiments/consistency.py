@@ -373,5 +373,33 @@ def write(df: pd.DataFrame, out: str | Path) -> Path:
     return write_frame(df, out, df.attrs["meta"])
 
 
+
+def train_shard(job: dict[str, Any], shard: int, n_shards: int, progress: bool = False) -> dict[str, Any]:
+    """Train shard ``shard`` of ``n_shards`` of the job's retrained models: ``{kind, job, shard, of, names,
+    errors, states, cpu_seconds}`` (``states``: each model's ``state_dict``, None where it failed)."""
+    from ..training.population import train_population
+    from .consistency_shards import SHARD_KIND, shard_identity, shard_slice
+    from .invalidation import retraining_plan
+
+    t0 = time.process_time()
+    part, dataset, seed = job["part"], job["dataset"], int(job.get("seed", 0))
+    s = resolve_settings(job.get("settings"), part)
+    try:
+        data, cons, fid, members, _, _, _ = _members(
+            part, dataset, seed, s, lambda n: retraining_plan(seed, s["n_models"], n, s["sources"]))
+    except FileNotFoundError as err:  # the merge skips the job the same way (before it reads any shard)
+        return {"kind": SHARD_KIND, "job": shard_identity(job, s), "shard": shard, "of": n_shards, "names": [],
+                "errors": [], "states": [], "cpu_seconds": time.process_time() - t0,
+                "skipped": f"skipped: data for {dataset} not found ({str(err).splitlines()[0]})"}
+    retrained = [m for ms in members.values() for m in ms[1:]]
+    mine = retrained[shard_slice(len(retrained), shard, n_shards)]
+    torch.set_num_threads(1)
+    results = train_population(mine, data.X_train, data.y_train, constraints=cons, fidelity=fid,
+                               n_classes=data.n_classes, progress=progress, log_accuracy=False)
+    return {"kind": SHARD_KIND, "job": shard_identity(job, s), "shard": shard, "of": n_shards,
+            "names": [r.name for r in results], "errors": [r.error for r in results],
+            "states": [None if r.model is None else r.model.state_dict() for r in results],
+            "cpu_seconds": time.process_time() - t0}
+
 __all__ = ["ARCHITECTURES", "DEFAULTS", "PARTS", "TABLE1_METHODS", "Architecture", "jobs",
-           "resolve_settings", "run", "run_fidelity", "write"]
+           "resolve_settings", "run", "run_fidelity", "train_shard", "write"]

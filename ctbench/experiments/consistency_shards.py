@@ -1,8 +1,9 @@
 """The consistency job's retraining in shards (issue 21: Seizure's job is 593 CPU-s, 534 of them training 200
 retrained models, on the DAG's critical path).
 
-A shard job (``ctbench consistency --shard I/K``) builds the job's members exactly as the single job does
-(:func:`~.consistency._members`: the same retraining plan, RS seeds and LOO rows, LOO members copied from the same
+A shard job (``ctbench consistency --shard I/K``; :func:`~.consistency.train_shard`, which lives beside the job it
+splits so that this module, imported by the job to read shards, imports nothing back) builds the job's members
+exactly as the single job does (the same retraining plan, RS seeds and LOO rows, LOO members copied from the same
 untrained base) and trains the I-th of K contiguous slices of the retrained members (each model's base excluded),
 writing their weights. The merge (``ctbench consistency --retrained SHARD...``) trains only the base model(s) and
 takes the retrained models from the shards. A member's weights do not depend on the other members it trains with
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -49,36 +49,8 @@ def shard_slice(n: int, shard: int, n_shards: int) -> slice:
     return slice(int(bounds[shard]), int(bounds[shard + 1]))
 
 
-def _identity(job: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
+def shard_identity(job: dict[str, Any], s: dict[str, Any]) -> dict[str, Any]:
     return {"part": job["part"], "dataset": job["dataset"], "seed": int(job.get("seed", 0)), "settings": s}
-
-
-def train_shard(job: dict[str, Any], shard: int, n_shards: int, progress: bool = False) -> dict[str, Any]:
-    """Train shard ``shard`` of ``n_shards`` of the job's retrained models: ``{kind, job, shard, of, names,
-    errors, states, cpu_seconds}`` (``states``: each model's ``state_dict``, None where it failed)."""
-    from ..training.population import train_population
-    from .consistency import _members, resolve_settings
-    from .invalidation import retraining_plan
-
-    t0 = time.process_time()
-    part, dataset, seed = job["part"], job["dataset"], int(job.get("seed", 0))
-    s = resolve_settings(job.get("settings"), part)
-    try:
-        data, cons, fid, members, _, _, _ = _members(
-            part, dataset, seed, s, lambda n: retraining_plan(seed, s["n_models"], n, s["sources"]))
-    except FileNotFoundError as err:  # the merge skips the job the same way (before it reads any shard)
-        return {"kind": SHARD_KIND, "job": _identity(job, s), "shard": shard, "of": n_shards, "names": [],
-                "errors": [], "states": [], "cpu_seconds": time.process_time() - t0,
-                "skipped": f"skipped: data for {dataset} not found ({str(err).splitlines()[0]})"}
-    retrained = [m for ms in members.values() for m in ms[1:]]
-    mine = retrained[shard_slice(len(retrained), shard, n_shards)]
-    torch.set_num_threads(1)
-    results = train_population(mine, data.X_train, data.y_train, constraints=cons, fidelity=fid,
-                               n_classes=data.n_classes, progress=progress, log_accuracy=False)
-    return {"kind": SHARD_KIND, "job": _identity(job, s), "shard": shard, "of": n_shards,
-            "names": [r.name for r in results], "errors": [r.error for r in results],
-            "states": [None if r.model is None else r.model.state_dict() for r in results],
-            "cpu_seconds": time.process_time() - t0}
 
 
 def write_shard(shard: dict[str, Any], out: str | Path) -> Path:
@@ -97,7 +69,7 @@ def load_shards(paths: list[str | Path], job: dict[str, Any], s: dict[str, Any],
     plan in its order."""
     from ..training.members import MemberResult
 
-    want = _identity(job, s)
+    want = shard_identity(job, s)
     shards = []
     for p in paths:
         d = torch.load(p, weights_only=True)
@@ -131,4 +103,4 @@ def load_shards(paths: list[str | Path], job: dict[str, Any], s: dict[str, Any],
     return out, [float(d["cpu_seconds"]) for *_, d in shards]
 
 
-__all__ = ["load_shards", "parse_shard", "retrained_names", "shard_slice", "train_shard", "write_shard"]
+__all__ = ["load_shards", "parse_shard", "retrained_names", "shard_identity", "shard_slice", "write_shard"]
