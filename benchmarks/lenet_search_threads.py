@@ -13,13 +13,13 @@ import hashlib
 import os
 import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from ctbench.generators.base import Convergence
-from ctbench.paper_settings import model_config
-from ctbench.training.pipeline import prepare_training
+sys.path.insert(0, str(Path(__file__).parent))
+from lenet_search_setup import search_problem  # noqa: E402
 
 rows = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 4
@@ -34,13 +34,8 @@ def digest(*ts):
 
 
 print(f"load average {os.getloadavg()}, rows {rows}, steps {steps}, threads {counts}", flush=True)
-p = prepare_training(model_config("mnist", "single", "full", 0, epochs=1, overrides={"model": {"type": "lenet"}}))
-X, model = torch.as_tensor(p.data.X_train, dtype=torch.float32), p.model
-gen = torch.Generator().manual_seed(0)
-xf = X[torch.randperm(X.shape[0], generator=gen)[:rows]]
-with torch.no_grad():
-    target = (model(xf).argmax(1) + 1 + torch.randint(0, 9, (rows,), generator=gen)) % 10
-conv = Convergence(p.conv.kind, p.conv.tau, steps)
+p, model, xf, target, conv = search_problem(rows, steps)
+X = torch.as_tensor(p.data.X_train, dtype=torch.float32)
 print(f"generator {p.generator.params()}, convergence {conv}, dtype {X.dtype}", flush=True)
 for n in counts:
     torch.set_num_threads(n)

@@ -149,25 +149,35 @@ def test_a_population_shared_time_is_not_judged_per_seed():
     assert shares["seed_note"] == SHARED_TIME and shares["seeds_held"] == ""
 
 
-def test_a_claim_on_a_shared_time_is_not_judged_on_each_seed_not_not_yet_run(tmp_path):
-    """It ran: its seeds were not timed apart, so each seed is 'not judged' (never 'not yet run')."""
+def _time_claim(tmp_path, datasets: list[str]) -> None:
+    """claims.yaml with one claim 'CT trains slower than BL' over ``datasets`` of training_time.csv."""
     import yaml
 
     claim = {"id": "t", "text": "CT slower", "source": "F.1.2", "rule": "relation", "file": "training_time.csv",
-             "over": {"dataset": ["LS"]}, "left": {"select": {"objective": "full"}, "column": "train_seconds"},
+             "over": {"dataset": datasets}, "left": {"select": {"objective": "full"}, "column": "train_seconds"},
              "right": {"select": {"objective": "vanilla"}, "column": "train_seconds"}, "op": ">",
              "must_differ": ["train_seconds"], "published": "CT slower"}
     (tmp_path / "claims.yaml").write_text(yaml.safe_dump({"claims": [claim]}))
-    pooled = split_times(pd.DataFrame({"dataset": "LS", "objective": ["full"] * 2 + ["vanilla"] * 2,
-                                       "experiment": "single", "model": "mlp", "seed": [0, 1] * 2,
-                                       "train_seconds": [1.5, 1.5, 0.5, 0.6]}))   # CT: one population's time
+
+
+def _seed_folders(tmp_path, times: pd.DataFrame) -> dict[int, object]:
+    """One folder per seed 0 and 1 holding that seed's rows of ``times`` as training_time.csv."""
     folders = {}
     for seed in (0, 1):
         f = tmp_path / f"s{seed}"
         f.mkdir()
-        pooled[pooled["seed"] == seed].to_csv(f / "training_time.csv", index=False)
+        times[times["seed"] == seed].to_csv(f / "training_time.csv", index=False)
         folders[seed] = f
-    long = judge_seeds(tmp_path / "claims.yaml", folders)
+    return folders
+
+
+def test_a_claim_on_a_shared_time_is_not_judged_on_each_seed_not_not_yet_run(tmp_path):
+    """It ran: its seeds were not timed apart, so each seed is 'not judged' (never 'not yet run')."""
+    _time_claim(tmp_path, ["LS"])
+    pooled = split_times(pd.DataFrame({"dataset": "LS", "objective": ["full"] * 2 + ["vanilla"] * 2,
+                                       "experiment": "single", "model": "mlp", "seed": [0, 1] * 2,
+                                       "train_seconds": [1.5, 1.5, 0.5, 0.6]}))   # CT: one population's time
+    long = judge_seeds(tmp_path / "claims.yaml", _seed_folders(tmp_path, pooled))
     assert long["verdict"].tolist() == [NOT_JUDGED, NOT_JUDGED] and (long["note"] == SHARED_TIME).all()
     assert seed_shares(long).loc["t", "seed_note"] == SHARED_TIME
 
@@ -175,25 +185,13 @@ def test_a_claim_on_a_shared_time_is_not_judged_on_each_seed_not_not_yet_run(tmp
 def test_a_time_claim_judged_on_only_the_datasets_timed_apart_is_not_judged(tmp_path):
     """MNIST trained per seed (timed apart), LS as one population (seeds share a time): a claim over both is not the
     claim on a seed (before: 'partly', judged on MNIST alone with LS 'not yet run')."""
-    import yaml
-
-    claim = {"id": "t", "text": "CT slower", "source": "F.1.2", "rule": "relation", "file": "training_time.csv",
-             "over": {"dataset": ["LS", "MNIST"]}, "left": {"select": {"objective": "full"}, "column": "train_seconds"},
-             "right": {"select": {"objective": "vanilla"}, "column": "train_seconds"}, "op": ">",
-             "must_differ": ["train_seconds"], "published": "CT slower"}
-    (tmp_path / "claims.yaml").write_text(yaml.safe_dump({"claims": [claim]}))
+    _time_claim(tmp_path, ["LS", "MNIST"])
     rows = pd.DataFrame({"dataset": ["LS"] * 4 + ["MNIST"] * 4, "objective": ["full"] * 2 + ["vanilla"] * 2 +
                          ["full"] * 2 + ["vanilla"] * 2, "experiment": "single", "model": "mlp", "seed": [0, 1] * 4,
                          "train_seconds": [1.5, 1.5, 0.5, 0.6, 40.0, 41.0, 4.0, 4.5]})
     pooled = split_times(rows)
     assert pooled["train_seconds"].isna().sum() == 2  # LS's CT time is one population's
-    folders = {}
-    for seed in (0, 1):
-        f = tmp_path / f"s{seed}"
-        f.mkdir()
-        pooled[pooled["seed"] == seed].to_csv(f / "training_time.csv", index=False)
-        folders[seed] = f
-    long = judge_seeds(tmp_path / "claims.yaml", folders)
+    long = judge_seeds(tmp_path / "claims.yaml", _seed_folders(tmp_path, pooled))
     assert long["verdict"].tolist() == [NOT_JUDGED, NOT_JUDGED] and (long["note"] == SHARED_TIME).all()
 
 
