@@ -143,6 +143,7 @@ PATHS: dict[str, str] = {
     "grid_chunk": "{results}/grids/{grid}/{dataset}/{key}_c{chunk}_s{seed}.csv",
     "tune_best": "{results}/tune/{dataset}/best.json",
     "consistency": "{results}/consistency/{part}/{dataset}_s{seed}.csv.gz",
+    "consistency_shard": "{results}/consistency_shards/{part}/{dataset}_s{seed}_k{shard}of{n}.pt",
     "fidelity_effect": "{results}/fidelity/{switch}/{dataset}.csv",
     "report": "{results}/report",
     "report_index": "{results}/report/index.json",

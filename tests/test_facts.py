@@ -91,6 +91,10 @@ def _every_path(w: Workflow) -> list[str]:
     out += [w.path("report_figure", name=n) for n in ("figure1", "mnist_counterfactuals")]
     out += [w.path(k) for k in ("report", "prop31", "benchmarks", "report_gallery", "book")]
     out += [w.path("data", dataset="lin_sep")]
+    shards = (w.config.get("consistency") or {}).get("shards") or {}  # part black2022's retraining in K jobs
+    out += [w.path("consistency_shard", part=j["part"], dataset=j["dataset"], seed=j["seed"], shard=i, n=k)
+            for j in w.jobs("consistency") if j["part"] == "black2022" and (k := int(shards.get(j["dataset"], 1))) > 1
+            for i in range(k)]
     return out + [j["baseline"] for j in w.jobs("grid_chunk")]
 
 
@@ -135,7 +139,8 @@ def test_plan_script_reads_every_job_of_a_dry_run(tmp_path):
     jobs = plan(ROOT, "smoke", str(tmp_path / "res"))
     parsed = [yaml.safe_load(j) for j in jobs]
     # 33 + stage_times + the retrain stage (one training job, one evaluation) + Black et al.'s Figures 1 and 2
-    assert len(parsed) == 38 and [j["rule"] for j in parsed].count("all") == 1
+    # + cardiotocography's consistency retraining in 2 shard jobs
+    assert len(parsed) == 40 and [j["rule"] for j in parsed].count("all") == 1
     assert all(j["output"] and "shell" in j for j in parsed if j["rule"] != "all")
     assert {j["rule"] for j in parsed} >= {"data", "train_final", "evaluate", "report", "book", "tune_select",
                                            "black_figure1", "black_figure2"}

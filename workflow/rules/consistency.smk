@@ -28,7 +28,7 @@ def consistency_shard_files(w):
 
 rule consistency_shard:
     output:
-        temp(f"{RES}/consistency_shards/{{part}}/{{dataset}}_s{{seed}}_k{{shard}}of{{n}}.pt"),
+        temp(W.pattern("consistency_shard")),
     wildcard_constraints:
         part="black2022|ct",
         shard=r"\d+",
