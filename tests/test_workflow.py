@@ -229,4 +229,4 @@ def test_a_cuda_run_planned_for_a_cluster_is_not_refused_for_the_login_nodes_mis
     with pytest.raises(ConfigError, match="device"):
         Workflow({**CONFIGS["smoke"], "device": "gpu"}).check(schema, jobs_run_here=False)
     # the Snakefile tells the check where the jobs run: Snakemake's own flag for a cluster (non-local) executor
-    assert "jobs_run_here=not workflow.non_local_exec" in (ROOT / "Snakefile").read_text()
+    assert "jobs_run_here=not (workflow.non_local_exec or workflow.remote_exec)" in (ROOT / "Snakefile").read_text()
