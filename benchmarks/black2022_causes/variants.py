@@ -11,6 +11,7 @@ import torch
 from ctg_features import features_arg, pickle_path
 from scaling import scaling_arg
 
+from ctbench.constraints import Constraints
 from ctbench.experiments.consistency import ARCHITECTURES, _factual_rows, _targets
 from ctbench.experiments.consistency_search import evaluate
 from ctbench.generators import make_method
@@ -42,7 +43,13 @@ V = {
  "proto": ("prototype", dict(X_train=X)),
  "proto_k1": ("prototype", dict(X_train=X, k=1)),
  "latent": ("latent_random", dict(radius=a.latent_radius)),
+ # the authors' PGD box: foolbox bounds = one scalar range, the training data's overall min and max
+ # (attack_utils.get_boundary_points: clamp = [np.min(clamp[0]), np.max(clamp[1])]), not each feature's own
+ "pgd_scalar": ("min_eps_pgd", dict(max_epsilon=a.pgd_max_eps, seed=0)),
 }
+SCALAR_BOX = {"pgd_scalar"}
+scalar_cons = Constraints.build(data.n_features, domain=([float(X.min())] * data.n_features,
+                                                         [float(X.max())] * data.n_features))
 out = {}
 for v in which:
     name, kw = V[v]
@@ -51,7 +58,7 @@ for v in which:
         kw = dict(kw, vae=fit_cached(X, epochs=100, seed=0))
     g = make_method(name, **kw)
     t = time.process_time()
-    r = g.search(base, x, target, cons, None, torch.Generator().manual_seed(0))
+    r = g.search(base, x, target, scalar_cons if v in SCALAR_BOX else cons, None, torch.Generator().manual_seed(0))
     df = evaluate(base, retr, {name: r}, rows, lipschitz_radius=0.01, lipschitz_samples=1)
     ok = df[df.valid]
     out[v] = dict(success=round(float(df.valid.mean()), 3), l2=round(float(ok.cost_l2.mean()), 3),
