@@ -35,7 +35,10 @@ try:
     W = Workflow(config)
     # `--unlock` after a killed run runs no job: it must work whatever the data directory or config says
     if "--unlock" not in sys.argv:
-        W.check(os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
+        # under a cluster executor the jobs run on other nodes: this one (a login node) need not have their GPU, nor
+        # need the node of one submitted job (remote_exec) have the GPU of another: each job's ctbench checks its own
+        W.check(os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"),
+                jobs_run_here=not (workflow.non_local_exec or workflow.remote_exec))
 except (ValueError, OSError) as err:  # ctbench.errors.ConfigError and friends, an unreadable file: one message
     sys.exit(f"ctbench: error in the workflow config: {err}")
 RES = W.results  # logs and benchmarks (Snakemake's own files) live under it too

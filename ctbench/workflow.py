@@ -149,11 +149,14 @@ class Workflow:
     def experiments(self) -> list[str]:
         return list(self.config["experiments"])
 
-    def check(self, schema_path: str | None = None) -> None:
-        """Every setting of every job checked before the first one runs (:mod:`ctbench.workflow_check`)."""
+    def check(self, schema_path: str | None = None, *, jobs_run_here: bool = True) -> None:
+        """Every setting of every job checked before the first one runs (:mod:`ctbench.workflow_check`).
+
+        ``jobs_run_here=False`` (a cluster executor: the jobs run on other nodes) leaves out the check that this
+        machine has the CUDA device a ``device: cuda`` run asks for; each job's ``ctbench`` checks its own node."""
         from .workflow_check import check_workflow
 
-        check_workflow(self, schema_path)
+        check_workflow(self, schema_path, jobs_run_here=jobs_run_here)
 
     # -- paths (templates: ctbench.facts.PATHS; the retrain and lenet stages' own, see _paths) ------------------
     def path(self, kind: str, **fields: Any) -> str:

@@ -166,8 +166,12 @@ def check_split_size(dataset: str, params: dict[str, Any] | None, fidelity: Any,
                           f"n_individuals ≤ {n}")
 
 
-def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None:
-    """All checks of the module docstring for a :class:`ctbench.workflow.Workflow`; raises :class:`ConfigError`."""
+def check_workflow(workflow: Any, schema_path: str | Path | None = None, *, jobs_run_here: bool = True) -> None:
+    """All checks of the module docstring for a :class:`ctbench.workflow.Workflow`; raises :class:`ConfigError`.
+
+    ``jobs_run_here=False``: the jobs run on other machines (a cluster executor), so whether *this* one has the
+    CUDA device of ``device`` says nothing; the value itself is still checked (schema), and ``ctbench`` checks the
+    device in each job before it starts."""
     from .data import available
     from .data.plugins import HOW_TO
     from .data.registry import family
@@ -181,7 +185,8 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None) -> None
         check_schema(c, schema_path)
     check_lists(c)
     fid = _checked("fidelity_overrides", resolve_fidelity, c["fidelity"], c.get("fidelity_overrides") or {})
-    check_device(c.get("device", "cpu"))
+    if jobs_run_here:
+        check_device(c.get("device", "cpu"))
     names = {alias for n, info in available().items() for alias in (n, *info["aliases"])}
     for ds in (c.get("data_params") or {}):
         if ds not in names:

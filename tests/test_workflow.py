@@ -212,3 +212,21 @@ def test_unknown_dataset_is_refused_at_start_up_with_how_to_register_one():
     _validate({**CONFIGS["smoke"], "datasets": ["lin_sep", "iris"]})
     with pytest.raises(ConfigError, match=r"unknown dataset 'iris'.*known: .*lin_sep.*plugins:"):
         Workflow({**CONFIGS["smoke"], "datasets": ["lin_sep", "iris"]}).check()
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
+def test_a_cuda_run_planned_for_a_cluster_is_not_refused_for_the_login_nodes_missing_gpu():
+    """Run here, ``device: cuda`` without a GPU is refused at start-up; under a cluster executor the jobs run on other
+    nodes, so the planning machine's missing GPU is no reason to refuse (each job's ``ctbench`` checks its own node),
+    while a bad value still is."""
+    from ctbench.errors import ConfigError
+
+    schema = str(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+    cuda = Workflow({**CONFIGS["smoke"], "device": "cuda"})
+    with pytest.raises(ConfigError, match="device: 'cuda' requested, but this machine has no CUDA device"):
+        cuda.check(schema)
+    cuda.check(schema, jobs_run_here=False)
+    with pytest.raises(ConfigError, match="device"):
+        Workflow({**CONFIGS["smoke"], "device": "gpu"}).check(schema, jobs_run_here=False)
+    # the Snakefile tells the check where the jobs run: Snakemake's own flag for a cluster (non-local) executor
+    assert "jobs_run_here=not (workflow.non_local_exec or workflow.remote_exec)" in (ROOT / "Snakefile").read_text()

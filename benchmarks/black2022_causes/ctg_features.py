@@ -56,5 +56,7 @@ def features_arg(argv: list[str]) -> tuple[list[str], str]:
     return argv, "per_second"
 
 
-def pickle_path(ds: str, n, features: str) -> str:
-    return f"/tmp/bg/{ds}_{n}.pkl" if features == "per_second" else f"/tmp/bg/{ds}_{n}_{features}.pkl"
+def pickle_path(ds: str, n, features: str, scaling: str = "loader") -> str:
+    """/tmp/bg/<dataset>_<n>[_<features>][_<scaling>].pkl (the defaults add nothing)."""
+    tail = "".join(f"_{v}" for v, default in ((features, "per_second"), (scaling, "loader")) if v != default)
+    return f"/tmp/bg/{ds}_{n}{tail}.pkl"

@@ -1,19 +1,25 @@
-"""Train a small CTG population (base + n RS + n LOO) once, as the consistency study does; pickle it.
+"""Train a small population (base + n RS + n LOO) once, as the consistency study does; pickle it.
 
-``--features counts`` builds CTG from the count columns (ctg_features.py); default: the loader's per-second rates."""
+``--features counts`` builds CTG from the count columns (ctg_features.py); default: the loader's per-second rates.
+``--scaling zscore_all|zscore`` rescales German/Taiwanese Credit (scaling.py); default: the loader's scaling."""
 import pickle
 import sys
 import time
 
+import numpy as np
 import torch
 from ctg_features import features_arg, pickle_path, use
+from scaling import scaling_arg
+from scaling import use as use_scaling
 
 from ctbench.experiments import consistency as C
 from ctbench.experiments.invalidation import retraining_plan
 from ctbench.training.population import train_population
 
 argv, features = features_arg(sys.argv[1:])
+argv, scaling = scaling_arg(argv)
 use(features)
+use_scaling(scaling)
 ds, n = argv[0], int(argv[1])
 s = C.resolve_settings({"n_models": n}, "black2022")
 data, cons, fid, members, ecco, plan, info = C._members(
@@ -27,5 +33,7 @@ base, retr, failed = C._split(res, ms)
 print("train cpu", time.process_time() - t, "failed", failed)
 with torch.no_grad():
     acc = (base(torch.as_tensor(data.X_test)).argmax(1).numpy() == data.y_test).mean()
-print("features", features, "base test accuracy", round(float(acc), 4), "n_test", len(data.y_test))
-pickle.dump({"data": data, "cons": cons, "base": base, "retr": retr}, open(pickle_path(ds, n, features), "wb"))
+norms = np.linalg.norm(data.X_train, axis=1)
+print("features", features, "scaling", scaling, "n_features", data.n_features, "base test accuracy",
+      round(float(acc), 4), "n_test", len(data.y_test), "median training L2 norm", round(float(np.median(norms)), 3))
+pickle.dump({"data": data, "cons": cons, "base": base, "retr": retr}, open(pickle_path(ds, n, features, scaling), "wb"))

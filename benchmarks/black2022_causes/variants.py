@@ -1,25 +1,36 @@
-"""Re-run CTG's searches under candidate differences on one small trained population; print success, cost, IV."""
+"""Re-run the searches under candidate differences on one small trained population; print success, cost, IV.
+
+``--factuals K``: a seeded K of the validation split, drawn as the study draws ``n_factuals`` (seed 0); default all.
+"""
 import json
 import pickle
 import sys
 import time
 
-import numpy as np
 import torch
 from ctg_features import features_arg, pickle_path
+from scaling import scaling_arg
 
-from ctbench.experiments.consistency import ARCHITECTURES, _targets
+from ctbench.constraints import Constraints
+from ctbench.experiments.consistency import ARCHITECTURES, _factual_rows, _targets
 from ctbench.experiments.consistency_search import evaluate
 from ctbench.generators import make_method
 
 argv, features = features_arg(sys.argv[1:])
+argv, scaling = scaling_arg(argv)
+k = None
+if "--factuals" in argv:
+    i = argv.index("--factuals")
+    k, argv = int(argv[i + 1]), argv[:i] + argv[i + 2:]
 ds, n = argv[0], argv[1]
 which = argv[2].split(",")
-P = pickle.load(open(pickle_path(ds, n, features), "rb"))
+P = pickle.load(open(pickle_path(ds, n, features, scaling), "rb"))
 data, cons, base, retr = P["data"], P["cons"], P["base"], P["retr"]
 torch.set_num_threads(1)
 a = ARCHITECTURES[ds]
-x = torch.as_tensor(data.X_test, dtype=torch.float32)
+rows = _factual_rows(len(data.y_test), k, 0)
+x = torch.as_tensor(data.X_test[rows], dtype=torch.float32)
+print("scaling", scaling, "factuals", len(rows), "of", len(data.y_test), flush=True)
 X = data.X_train
 target = _targets(base, x, data.n_classes, 0)
 V = {
@@ -31,14 +42,24 @@ V = {
  "l2_40": ("min_l2", dict(learning_rate=a.l2_step, box="art", max_iter=40)),
  "proto": ("prototype", dict(X_train=X)),
  "proto_k1": ("prototype", dict(X_train=X, k=1)),
+ "latent": ("latent_random", dict(radius=a.latent_radius)),
+ # the authors' PGD box: foolbox bounds = one scalar range, the training data's overall min and max
+ # (attack_utils.get_boundary_points: clamp = [np.min(clamp[0]), np.max(clamp[1])]), not each feature's own
+ "pgd_scalar": ("min_eps_pgd", dict(max_epsilon=a.pgd_max_eps, seed=0)),
 }
+SCALAR_BOX = {"pgd_scalar"}
+scalar_cons = Constraints.build(data.n_features, domain=([float(X.min())] * data.n_features,
+                                                         [float(X.max())] * data.n_features))
 out = {}
 for v in which:
     name, kw = V[v]
+    if name == "latent_random":  # the study's VAE: fit_cached(X_train, vae_epochs 100, seed 0)
+        from ctbench.generators.vae import fit_cached
+        kw = dict(kw, vae=fit_cached(X, epochs=100, seed=0))
     g = make_method(name, **kw)
     t = time.process_time()
-    r = g.search(base, x, target, cons, None, torch.Generator().manual_seed(0))
-    df = evaluate(base, retr, {name: r}, np.arange(len(x)), lipschitz_radius=0.01, lipschitz_samples=1)
+    r = g.search(base, x, target, scalar_cons if v in SCALAR_BOX else cons, None, torch.Generator().manual_seed(0))
+    df = evaluate(base, retr, {name: r}, rows, lipschitz_radius=0.01, lipschitz_samples=1)
     ok = df[df.valid]
     out[v] = dict(success=round(float(df.valid.mean()), 3), l2=round(float(ok.cost_l2.mean()), 3),
                   l2sd=round(float(ok.cost_l2.std()), 3), l1=round(float(ok.cost_l1.mean()), 3),

@@ -134,7 +134,9 @@ def make_circles(rng: np.random.Generator, n: int, *, noise: float, factor: floa
 def make_moons(rng: np.random.Generator, n: int, *, noise: float, xshift: float, yshift: float):
     """MLJBase ``make_moons``: θ ~ U(0, π); class 0 = (cos θ, sin θ), class 1 = (cos θ + xshift,
     −sin θ + yshift); plus N(0, noise²). As in MLJBase the shift starts at row ``n − n // 2``, so for odd
-    ``n`` one class-1 row lies on the upper moon (the default even ``n_draws`` avoids it)."""
+    ``n`` one class-1 row lies on the upper moon (the default even ``n_draws`` avoids it). The registry's
+    parameters are MLJBase's defaults, checked in the source tagged v0.21.14 (the version the reference ran):
+    ``noise = 0.1``, ``xshift = 1.0``, ``yshift = 0.3``."""
     if noise < 0:
         raise ValueError(f"noise must be >= 0, got {noise}")
     n2 = n - n // 2
