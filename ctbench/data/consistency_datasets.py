@@ -17,8 +17,11 @@ from the raw files of ``shared/data`` (checksummed through :mod:`.files`) by the
   one 0/1 column, EDUCATION and MARRIAGE one-hot, the 20 other attributes numeric → 32 features (as the paper);
   label 1 = no default; min-max scaled; 7,500 training rows (the paper), all other rows are the test split.
 
-German credit needs no variant: ``german_credit`` already has the paper's 61 z-scored features and its 700/200 split
-(with the default ``n_val = 100``). Warfarin has no offline copy and no loader.
+German credit needs no variant: ``german_credit`` already has the paper's 61 features and its 700/200 split (with the
+default ``n_val = 100``). Warfarin has no offline copy and no loader. Data switch ``scaling`` (:mod:`.scaling_switch`):
+``"standard_all"`` (German credit, ``credit_default_b22``) z-scores every encoded column, one-hot ones included;
+``"datalib"`` (CTG) is the authors' table (one min-max for the whole table) and split (1,700 / 425); the default
+``"loader"``: the recipes above.
 
 Common pipeline: rows permuted with ``default_rng([seed, 3])``; test = the last ``n_test`` permuted rows; scaling
 statistics (min/max or mean/sd) from the train+validation rows only; validation = ``n_val`` rows of train+validation
@@ -43,6 +46,7 @@ import pandas as pd
 from . import files
 from .base import Dataset, stratified_val_split
 from .registry import register
+from .scaling_switch import check_scaling, datalib_normalize, datalib_split, standardize_all
 
 CODE_VERSION = "consistency-1"
 VAL_SPLIT_STREAM = 1
@@ -169,10 +173,12 @@ def _encode(raw: _Raw) -> tuple[np.ndarray, list[str], list[list[int]], list[int
     return np.column_stack(cols), names, groups, numeric
 
 
-def _build(spec: _Spec, *, seed: int, raw_dir: Any, n_val: int) -> Dataset:
+def _build(spec: _Spec, *, seed: int, raw_dir: Any, n_val: int, scaling: str = "loader") -> Dataset:
     raw = spec.read(raw_dir)
     X, names, groups, numeric = _encode(raw)
     n = len(raw.y)
+    if scaling == "datalib":  # data switch (scaling_switch.py): the authors' table and split
+        return _build_datalib(spec, raw.y, X, names, groups, seed=seed, n_val=n_val)
     perm = np.random.default_rng([seed, SHUFFLE_STREAM]).permutation(n)
     X, y = X[perm], raw.y[perm].astype(np.int64)
     n_tv = n - spec.n_test if spec.n_test is not None else spec.n_train + n_val
@@ -185,6 +191,10 @@ def _build(spec: _Spec, *, seed: int, raw_dir: Any, n_val: int) -> Dataset:
         shift, scale = fit.mean(0), fit.std(0, ddof=1)
     scale = np.where(scale > 0, scale, 1.0)  # constant columns are only shifted
     X[:, numeric] = (X[:, numeric] - shift) / scale
+    switch: dict[str, Any] = {}
+    if scaling == "standard_all":  # data switch (scaling_switch.py): every column z-scored on top
+        X, switch["standardised_all"] = standardize_all(X, n_tv)
+        switch["scaling_switch"] = scaling
     X = X.astype(np.float32)
     X_tv, y_tv, X_te, y_te = X[:n_tv], y[:n_tv], X[n_tv:], y[n_tv:]
     tr, va = stratified_val_split(y_tv, n_val, np.random.default_rng([seed, VAL_SPLIT_STREAM]))
@@ -198,6 +208,34 @@ def _build(spec: _Spec, *, seed: int, raw_dir: Any, n_val: int) -> Dataset:
         "class_counts_trainval": np.bincount(y_tv, minlength=2).tolist(),
         "scaler": {"columns": [names[i] for i in numeric], "shift": shift.tolist(), "scale": scale.tolist(),
                    "fit_rows": f"first {n_tv} permuted rows (train+validation)"},
+        "domain": "min/max of train+validation rows", "code_version": CODE_VERSION, **switch,
+    }
+    return Dataset(name=spec.name, X_train=X_tv[tr], y_train=y_tv[tr], X_val=X_tv[va], y_val=y_tv[va],
+                   X_test=X_te, y_test=y_te, feature_names=names, n_classes=2, domain=domain, protected=[],
+                   categorical_groups=groups, meta=meta)
+
+
+def _build_datalib(spec: _Spec, y_raw: np.ndarray, X: np.ndarray, names: list[str], groups: list[list[int]], *,
+                   seed: int, n_val: int) -> Dataset:
+    """The rows in file order scaled and split as datalib does (:func:`.scaling_switch.datalib_normalize`,
+    :func:`.scaling_switch.datalib_split`); validation rows, if asked for, drawn as the default path draws them."""
+    X, norm = datalib_normalize(X)
+    tr_rows, te_rows = datalib_split(len(y_raw))
+    y = y_raw.astype(np.int64)
+    X_tv, y_tv, X_te, y_te = X[tr_rows], y[tr_rows], X[te_rows], y[te_rows]
+    if not 0 <= n_val < len(y_tv):
+        raise ValueError(f"dataset {spec.name!r}: n_val={n_val} leaves no training rows ({len(y_tv)} in all)")
+    tr, va = stratified_val_split(y_tv, n_val, np.random.default_rng([seed, VAL_SPLIT_STREAM]))
+    domain = (X_tv.min(0).astype(np.float64).tolist(), X_tv.max(0).astype(np.float64).tolist())
+    meta = {
+        "source": "raw", "files": {f: files.file_info(f).sha256 for f in spec.raw_files},
+        "recipe": "Black et al. (2022): the authors' code (utils.load_dataset, datalib-dev 0.0.2)",
+        "scaling": "datalib Normalize: one min-max for all rows and columns", "scaling_switch": "datalib",
+        "datalib_normalize": norm, "split": "datalib Split(tr=4, te=1, seed=0): RandomState(0).permutation, file order",
+        "n_rows": len(y), "n_trainval": len(y_tv), "n_train": len(tr), "n_val": len(va), "n_test": len(y_te),
+        "n_unused": len(y) - len(y_tv) - len(y_te), "seed": seed,
+        "val_split_rng": f"default_rng([{seed}, {VAL_SPLIT_STREAM}])",
+        "class_counts_trainval": np.bincount(y_tv, minlength=2).tolist(),
         "domain": "min/max of train+validation rows", "code_version": CODE_VERSION,
     }
     return Dataset(name=spec.name, X_train=X_tv[tr], y_train=y_tv[tr], X_val=X_tv[va], y_val=y_tv[va],
@@ -207,19 +245,25 @@ def _build(spec: _Spec, *, seed: int, raw_dir: Any, n_val: int) -> Dataset:
 
 def _make_loader(spec: _Spec) -> Callable[..., Dataset]:
     def loader(*, fidelity: Any = "reference", seed: int = 42, raw_dir: str | os.PathLike | None = None,
-               cache_dir: str | os.PathLike | None | bool = None, n_val: int = 0, **params: Any) -> Dataset:
+               cache_dir: str | os.PathLike | None | bool = None, n_val: int = 0, scaling: str = "loader",
+               **params: Any) -> Dataset:
         if params:
-            raise ValueError(f"dataset {spec.name!r}: unknown parameter(s) {sorted(params)}; known: ['n_val']")
+            raise ValueError(f"dataset {spec.name!r}: unknown parameter(s) {sorted(params)}; known: "
+                             "['n_val', 'scaling']")
+        scaling = check_scaling(spec.name, scaling)
         for key, value in (("seed", seed), ("n_val", n_val)):
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
                 raise ValueError(f"dataset {spec.name!r}: {key} must be an integer >= 0, got {value!r}")
         key_spec = {"dataset": spec.name, "code": CODE_VERSION, "seed": int(seed), "n_val": int(n_val),
                     "files": {f: files.file_info(f).sha256 for f in spec.raw_files}}
-        return files.cached(spec.name, key_spec,
-                            lambda: _build(spec, seed=int(seed), raw_dir=raw_dir, n_val=int(n_val)), cache_dir)
+        if scaling != "loader":  # the default's key (and cache entry) stays as it was
+            key_spec["scaling"] = scaling
+        return files.cached(spec.name, key_spec, lambda: _build(spec, seed=int(seed), raw_dir=raw_dir,
+                                                                n_val=int(n_val), scaling=scaling), cache_dir)
 
     loader.__name__ = f"load_{spec.name}"
-    loader.__doc__ = (f"Load {spec.name!r} ({spec.description}). Params: n_val (default 0). The fidelity mode "
+    loader.__doc__ = (f"Load {spec.name!r} ({spec.description}). Params: n_val (default 0), scaling (default "
+                      "'loader'; see scaling_switch.py). The fidelity mode "
                       "does not apply (one recipe, the paper's). See the module docstring.")
     return loader
 

@@ -60,6 +60,7 @@ from ..fidelity import Fidelity, resolve_fidelity
 from . import files
 from .base import Dataset, stratified_val_split
 from .registry import register
+from .scaling_switch import check_scaling, standardize_all
 from .tabular_encoding import RawTable, encode_table
 from .tabular_raw import (
     ADULT_CATS,
@@ -112,7 +113,8 @@ class _Spec:
     description: str = ""
 
 
-def _build(spec: _Spec, *, fid: Fidelity, seed: int, raw_dir: Any, n_val: int, source: str) -> Dataset:
+def _build(spec: _Spec, *, fid: Fidelity, seed: int, raw_dir: Any, n_val: int, source: str,
+           scaling: str = "loader") -> Dataset:
     if source == "taijadata_processed":
         table = spec.read_processed(raw_dir)
         used = [spec.processed_file]
@@ -126,8 +128,12 @@ def _build(spec: _Spec, *, fid: Fidelity, seed: int, raw_dir: Any, n_val: int, s
     n_tv = int(round(TRAIN_SHARE * n))
     enc = encode_table(table, n_tv)
     y = table.y.astype(np.int64)
-    X_tv, y_tv = enc.X[:n_tv], y[:n_tv]
-    X_te, y_te = enc.X[n_tv:], y[n_tv:]
+    X, switch = enc.X, {}
+    if scaling == "standard_all":  # data switch (scaling_switch.py): every column z-scored on top
+        X, switch["standardised_all"] = standardize_all(enc.X, n_tv)
+        switch["scaling_switch"] = scaling
+    X_tv, y_tv = X[:n_tv], y[:n_tv]
+    X_te, y_te = X[n_tv:], y[n_tv:]
     n_test_full = len(y_te)
     if not 0 <= n_val < n_tv:
         raise ValueError(f"dataset {spec.name!r}: n_val={n_val} must lie in [0, {n_tv})")
@@ -154,7 +160,7 @@ def _build(spec: _Spec, *, fid: Fidelity, seed: int, raw_dir: Any, n_val: int, s
         "class_counts_trainval": np.bincount(y_tv, minlength=2).tolist(),
         "standardised": {"columns": [names[i] for i in enc.numeric], "mean": enc.mean, "std": enc.std,
                          "fit_rows": f"first {n_tv} rows (train+validation)"},
-        "code_version": CODE_VERSION,
+        "code_version": CODE_VERSION, **switch,
     }
     if source == "raw" and spec.processed_file is not None:
         meta["undersample_rng"] = f"default_rng([{seed}, {UNDERSAMPLE_STREAM}])"
@@ -187,7 +193,7 @@ def resolve_source(spec: _Spec, source: str, raw_dir: Any) -> str:
 def _make_loader(spec: _Spec) -> Callable[..., Dataset]:
     def loader(*, fidelity: Any = "reference", seed: int = 42, raw_dir: str | os.PathLike | None = None,
                cache_dir: str | os.PathLike | None | bool = None, **params: Any) -> Dataset:
-        known = {"n_val": spec.n_val, "source": "auto"}
+        known = {"n_val": spec.n_val, "source": "auto", "scaling": "loader"}
         unknown = sorted(set(params) - set(known))
         if unknown:
             raise ValueError(f"dataset {spec.name!r}: unknown parameter(s) {unknown}; known: {sorted(known)}")
@@ -196,6 +202,7 @@ def _make_loader(spec: _Spec) -> Callable[..., Dataset]:
         seed = _check_int("seed", seed, 0)
         n_val = _check_int("n_val", p["n_val"], 0)
         source = resolve_source(spec, p["source"], raw_dir)
+        scaling = check_scaling(spec.name, p["scaling"])
         used = [spec.processed_file] if source == "taijadata_processed" else list(spec.raw_files)
         fid_key = {"mode": fid.mode, "domain_n_sigma": fid.domain_n_sigma}
         if spec.ct_dataset:
@@ -206,13 +213,17 @@ def _make_loader(spec: _Spec) -> Callable[..., Dataset]:
             "dataset": spec.name, "code": CODE_VERSION, "seed": seed, "n_val": n_val, "source": source,
             "files": {f: files.file_info(f).sha256 for f in used}, "fidelity": fid_key,
         }
+        if scaling != "loader":  # the default's key (and cache entry) stays as it was
+            key_spec["scaling"] = scaling
         return files.cached(spec.name, key_spec,
-                            lambda: _build(spec, fid=fid, seed=seed, raw_dir=raw_dir, n_val=n_val, source=source),
+                            lambda: _build(spec, fid=fid, seed=seed, raw_dir=raw_dir, n_val=n_val, source=source,
+                                           scaling=scaling),
                             cache_dir)
 
     loader.__name__ = f"load_{spec.name}"
     loader.__doc__ = (f"Load {spec.name!r} ({spec.description}). Params: n_val (default {spec.n_val}), source "
-                      "('auto' | 'processed' | 'raw'). See the module docstring for the pipeline.")
+                      "('auto' | 'processed' | 'raw'), scaling ('loader'; 'standard_all' for German credit: "
+                      "scaling_switch.py). See the module docstring for the pipeline.")
     return loader
 
 
