@@ -100,7 +100,10 @@ def markdown(csv: Path) -> str:
     for (run_id, label), g in f.groupby(["run", "tree"], sort=False):
         g = g.sort_values("epoch")
         last = g.iloc[-1]
-        peaks = ", ".join(f"{v:.0f}" for v in g["peak_rss_mb"].iloc[1:])
+        runs = []  # equal peaks in a row as "value (×count)"
+        for v in (round(x) for x in g["peak_rss_mb"].iloc[1:]):
+            runs[-1:] = [[v, runs[-1][1] + 1]] if runs and runs[-1][0] == v else runs[-1:] + [[v, 1]]
+        peaks = ", ".join(f"{v}" + (f" (×{n})" if n > 1 else "") for v, n in runs)
         starts = g.iloc[1:-1]  # the samples before epochs 2..n's searches: what an epoch leaves alive
         alive = (f"{starts['tensors'].min()}–{starts['tensors'].max()} ({starts['tensor_mb'].min():.0f}–"
                  f"{starts['tensor_mb'].max():.0f} MB); heap in use {starts['heap_used_mb'].min():.0f}–"
