@@ -94,8 +94,10 @@ def layer_violations(pkg: Path) -> list[str]:
 #: the core's internal order, lowest first: a core module imports only from its own tier or a lower one
 CORE_TIERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("facts", frozenset({"facts"})),
-    # "": the package's __init__; runtime and cpu_record: process set-up and per-job CPU records (import no ctbench)
-    ("utilities", frozenset({"", "errors", "checks", "io", "yaml12", "code_version", "runtime", "cpu_record"})),
+    # "": the package's __init__; runtime, shape_caches and cpu_record: process set-up and per-job CPU records (import
+    # no ctbench)
+    ("utilities", frozenset({"", "errors", "checks", "io", "yaml12", "code_version", "runtime", "shape_caches",
+                             "cpu_record"})),
     ("fidelity", frozenset({"fidelity"})),
     ("data/config", frozenset({"data", "config", "constraints", "paper_settings"})),
     ("generators", frozenset({"generators", "models", "stacked"})),

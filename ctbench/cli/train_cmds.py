@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ..runtime import keep_freed_memory
+from ..shape_caches import no_shape_caches
 
 
 def _train_configs(args) -> list[dict]:
@@ -45,6 +46,7 @@ def _train_configs(args) -> list[dict]:
 
 def _cmd_train(args) -> int:
     keep_freed_memory()  # CT training searches every step (issue 21)
+    no_shape_caches()  # before any convolution: the searches' batch sizes would fragment the heap (issue 21)
     from ..errors import UserInputError
     from ..training.pipeline import FailedTraining, train_from_config, train_population_from_configs
     from ..training.search_threads import search_threads
@@ -107,6 +109,7 @@ def _read_matrix(path: str, option: str = "--factuals") -> np.ndarray:
 
 def _cmd_generate(args) -> int:
     keep_freed_memory()
+    no_shape_caches()
     import pandas as pd
 
     from ..checks import check_value
