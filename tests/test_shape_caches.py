@@ -47,21 +47,25 @@ class Called(Exception):
     """Raised by the stand-in for no_shape_caches: the command reached it before reading its inputs."""
 
 
-@pytest.mark.parametrize("argv", [["train", "--config", "c.yaml", "--out", "m.pt"],
-                                  ["generate", "--model", "m.pt", "--factuals", "x.csv", "--out", "cf.csv"]],
-                         ids=lambda a: a[0])
-def test_train_commands_call_it_first(argv, monkeypatch, tmp_path):
+@pytest.mark.parametrize("module,argv", [
+    ("train_cmds", ["train", "--config", "c.yaml", "--out", "m.pt"]),
+    ("train_cmds", ["generate", "--model", "m.pt", "--factuals", "x.csv", "--out", "cf.csv"]),
+    ("eval_cmds", ["evaluate", "--model", "ct=m.pt", "--experiment", "single", "--out", "e.parquet"]),
+], ids=lambda a: a[0] if isinstance(a, list) else None)
+def test_searching_commands_call_it_first(module, argv, monkeypatch, tmp_path):
     """Before any model or data is loaded (so before the first convolution, when the libraries read the variables):
-    the inputs named here do not exist, so the command would fail if it got further."""
-    from ctbench.cli import train_cmds
+    the inputs named here do not exist, so the command would fail if it got further. ``evaluate`` runs LeNet's
+    searches in the LeNet stage."""
+    import importlib
 
+    cmds = importlib.import_module(f"ctbench.cli.{module}")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(train_cmds, "keep_freed_memory", lambda: "set")
+    monkeypatch.setattr(cmds, "keep_freed_memory", lambda: "set")
 
     def called():
         raise Called
 
-    monkeypatch.setattr(train_cmds, "no_shape_caches", called)
+    monkeypatch.setattr(cmds, "no_shape_caches", called)
     with pytest.raises(Called):
         run(argv)
 

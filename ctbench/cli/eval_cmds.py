@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..facts import ATTRIBUTION
 from ..runtime import keep_freed_memory
+from ..shape_caches import no_shape_caches
 
 
 def _protocol_overrides(items: list[str] | None) -> dict:
@@ -29,6 +30,7 @@ def check_experiment(value: str, option: str = "--experiment") -> str:
 
 def _cmd_evaluate(args) -> int:
     keep_freed_memory()  # the searches' step tensors stay in the heap (issue 21)
+    no_shape_caches()  # LeNet's searches: new batch sizes every step would fragment that heap (issue 21)
     from ..evaluation.pool_kernels import cached_ip_star
     from ..experiments.evaluation import parse_models, run, write
 
