@@ -9,14 +9,15 @@ import pandas as pd
 
 
 def sorted_categories(df: pd.DataFrame) -> pd.DataFrame:
-    """The categorical columns of ``df`` with their categories in sorted order (Arrow unifies the files'
-    dictionaries in order of appearance), as ``read_evaluations(..., compact=True)`` makes them: a group-by with
-    ``sort=True`` then orders groups as it does on strings. Values and codes' meaning unchanged."""
+    """The categorical columns of ``df`` with only the categories that occur, in sorted order (Arrow unifies the
+    files' dictionaries in order of appearance and keeps the values of filtered-out rows), as
+    ``read_evaluations(..., compact=True)`` makes them: a group-by with ``sort=True`` then orders groups as it does
+    on strings. Values unchanged."""
     for c in df.columns:
         if isinstance(df[c].dtype, pd.CategoricalDtype):
-            cats = list(df[c].cat.categories)
-            if cats != sorted(cats):
-                df[c] = df[c].cat.reorder_categories(sorted(cats))
+            col = df[c].cat.remove_unused_categories()
+            cats = list(col.cat.categories)
+            df[c] = col if cats == sorted(cats) else col.cat.reorder_categories(sorted(cats))
     return df
 
 

@@ -1,0 +1,154 @@
+"""The report reads each evaluation file only where it can hold wanted rows, and with its text columns compact
+(issue 21, branch report-once): the frames and tables are those of the old reads, bit for bit, on hand-made files."""
+
+import filecmp
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from ctbench.evaluation.files import read_evaluations
+from ctbench.experiments.evaluation import write
+from ctbench.report.common import dataset_labels, with_labels
+from ctbench.report.tables import eval_frames
+from ctbench.report.tables import paper_tables as pt
+from ctbench.report.tables.compact import as_text
+from ctbench.report.tables.eval_frames import holds_none_of, read_report_evaluations
+from ctbench.report.tables.relabel import labelled
+
+COLS = ("dataset", "experiment", "seed", "objective", "lambda_energy", "run", "valid", "ip", "ip_star", "cost")
+
+
+def _rows(seed, exps, dataset, n=240):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "dataset": dataset, "experiment": np.array(exps)[rng.integers(0, len(exps), n)], "seed": seed % 2,
+        "model": "m", "objective": np.array(["vanilla", "full"])[rng.integers(0, 2, n)],
+        "lambda_energy": np.array([0.1, 1.0])[rng.integers(0, 2, n)], "run": rng.integers(0, 4, n),
+        "valid": rng.random(n) < 0.7, "ip": rng.gamma(2.0, 1.0, n), "ip_star": rng.normal(0.1, 0.1, n),
+        "cost": rng.gamma(3.0, 0.5, n), "ip_star_run": rng.normal(0.1, 0.1, n), "ip_star_pooled": rng.random(n)})
+    df.loc[rng.random(n) < 0.1, "ip_star"] = np.nan
+    df.attrs["meta"] = {"kind": "counterfactual_evaluation"}
+    return df
+
+
+def _files(tmp_path):
+    """Files of one experiment each (the workflow's), files mixing experiments, and one without statistics."""
+    specs = [("single", "moons"), ("mutability", "moons"), ("ablation", "moons"), ("single", "gmsc"),
+             ("mutability", "gmsc"), ("ablation", "gmsc")]
+    paths = [write(_rows(i, (e,), d), tmp_path / f"{e}_{d}.parquet") for i, (e, d) in enumerate(specs)]
+    paths.append(write(_rows(7, ("ablation", "single"), "my_data"), tmp_path / "mixed.parquet"))
+    bare = _rows(8, ("mutability",), "lin_sep")
+    pq.write_table(pa_table(bare), tmp_path / "bare.parquet", write_statistics=False)
+    (tmp_path / "bare.parquet.json").write_text("{}")
+    return [*paths, tmp_path / "bare.parquet"]
+
+
+def pa_table(df):
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
+
+
+@pytest.mark.parametrize("experiments", [("single",), ("mutability",), ("single", "mutability"), ("ablation",),
+                                         ("none",)])
+def test_files_without_wanted_rows_are_skipped_and_the_frame_is_the_old_one(tmp_path, experiments, monkeypatch):
+    paths = _files(tmp_path)
+    read = []
+    real = pq.read_table
+    monkeypatch.setattr(pq, "read_table", lambda p, *a, **k: read.append(p) or real(p, *a, **k))
+    got = read_report_evaluations(paths, COLS, experiments)
+    monkeypatch.setattr(pq, "read_table", real)
+    want = read_evaluations(paths, COLS, experiments=experiments)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    # every file is read whose rows could be wanted: the mixed one (ablation..single spans mutability) and the one
+    # without statistics always; a file of one other experiment never
+    names = {p.name for p in map(__import__("pathlib").Path, read)}
+    want_read = {f"{e}_{d}.parquet" for e in experiments for d in ("moons", "gmsc")
+                 if e in ("single", "mutability", "ablation")} | {"mixed.parquet", "bare.parquet"}
+    assert names == want_read
+
+
+def test_holds_none_of_reads_the_statistics(tmp_path):
+    paths = _files(tmp_path)
+    meta = {p.name: pq.read_metadata(p) for p in paths}
+    assert holds_none_of(meta["single_moons.parquet"], {"mutability", "ablation"})
+    assert not holds_none_of(meta["single_moons.parquet"], {"single"})
+    assert not holds_none_of(meta["mixed.parquet"], {"mutability"})  # between ablation and single: read, filtered
+    assert holds_none_of(meta["mixed.parquet"], {"zeta"})
+    assert not holds_none_of(meta["bare.parquet"], {"single"})  # no statistics: read
+
+
+@pytest.mark.parametrize("keep_experiment", [True, False])
+def test_compact_read_is_read_evaluations_compact(tmp_path, keep_experiment):
+    """Categoricals with sorted categories (Arrow unifies the files' dictionaries in order of appearance)."""
+    paths = _files(tmp_path)[::-1]  # gmsc before moons, lin_sep first: appearance order is not sorted
+    exps = ("single", "mutability")
+    got = read_report_evaluations(paths, COLS, exps, compact=True, keep_experiment=keep_experiment)
+    want = read_evaluations(paths, COLS, experiments=exps, compact=True)
+    if not keep_experiment:
+        want = want.drop(columns="experiment")
+    pd.testing.assert_frame_equal(got, want, check_exact=True, check_categorical=True)
+    assert list(got["dataset"].cat.categories) == sorted(got["dataset"].cat.categories)
+    plain = read_report_evaluations(paths, COLS, exps, keep_experiment=keep_experiment)
+    pd.testing.assert_frame_equal(as_text(got), plain, check_exact=True)
+
+
+@pytest.mark.parametrize("names", [["circles", "moons", "gmsc"], ["Circ", "Moon"], ["circles", "mine", "adult"],
+                                   ["over", "OL", "moons"], ["zz", "circles", "moons"]])
+def test_labelled_categorical_is_with_labels_of_the_strings(names):
+    """Same labels row by row as ``with_labels`` on strings; categories sorted (group-bys order as on strings)."""
+    rng = np.random.default_rng(5)
+    s = pd.Series(rng.choice(np.array(names, dtype=object), 400), dtype="str")
+    df = pd.DataFrame({"dataset": s, "x": rng.random(400)})
+    cat = df.astype({"dataset": pd.CategoricalDtype(sorted(set(names)))})
+    with dataset_labels({"mine": "My data", "zz": "Aa"}):  # zz sorts last, its label first
+        want, got = with_labels(df), labelled(cat)
+    pd.testing.assert_frame_equal(got.astype({"dataset": "str"}), want, check_exact=True)
+    if isinstance(got["dataset"].dtype, pd.CategoricalDtype):
+        cats = list(got["dataset"].cat.categories)
+        assert cats == sorted(cats)
+        assert (got.groupby("dataset")["x"].sum().to_numpy() == want.groupby("dataset")["x"].sum().to_numpy()).all()
+
+
+def test_report_tables_and_seed_tables_are_the_same_compact_or_not(tmp_path, monkeypatch):
+    """Every evaluation table of the report, and every per-seed table, is the same frame from compact frames as
+    from frames of strings."""
+    from ctbench.report.claims import seeds as sd
+
+    paths = _files(tmp_path)
+    got = {}
+    for compact in (False, True):
+        monkeypatch.setattr(pt, "COMPACT", compact)
+        got[compact] = pt._evaluation_tables(paths, pt.PUBLISHED_DIR, 25)
+        for s in (0, 1):
+            folder = tmp_path / f"seeds_{compact}_{s}"
+            folder.mkdir()
+            sd._evaluation_seed_tables(paths, s, folder, None)
+    for k, v in got[False].items():
+        if v is None:
+            assert got[True][k] is None
+            continue
+        assert len(v)
+        pd.testing.assert_frame_equal(got[True][k], v, check_exact=True)
+    for s in (0, 1):
+        a, b = tmp_path / f"seeds_False_{s}", tmp_path / f"seeds_True_{s}"
+        names = sorted(p.name for p in a.iterdir())
+        assert "table1.csv" in names and names == sorted(p.name for p in b.iterdir())
+        assert all(filecmp.cmp(a / n, b / n, shallow=False) for n in names)
+
+
+def test_the_compact_switch_reaches_the_reader(tmp_path, monkeypatch):
+    """The report's passes ask for compact frames (the switch is not dead code)."""
+    seen = []
+    real = eval_frames.read_report_table
+
+    def spy(*a, **k):
+        seen.append(a[5] if len(a) > 5 else k.get("compact", False))
+        return real(*a, **k)
+
+    monkeypatch.setattr(eval_frames, "read_report_table", spy)
+    monkeypatch.setattr(pt, "COMPACT", True)
+    pt._evaluation_tables(_files(tmp_path), None, 5)
+    assert True in seen
