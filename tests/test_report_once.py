@@ -152,3 +152,26 @@ def test_the_compact_switch_reaches_the_reader(tmp_path, monkeypatch):
     monkeypatch.setattr(pt, "COMPACT", True)
     pt._evaluation_tables(_files(tmp_path), None, 5)
     assert True in seen
+
+
+def test_redundancy_table_skips_files_of_other_experiments(tmp_path, monkeypatch):
+    """The redundancy table reads only files that can hold single/mutability rows; the table is the one of
+    reading every file."""
+    from ctbench.report.tables import extra_tables
+
+    paths = _files(tmp_path)
+    for p in paths:  # the column the table needs
+        df = pd.read_parquet(p).assign(redundancy=lambda d: d["ip"] / 10)
+        df.attrs["meta"] = {"kind": "counterfactual_evaluation"}
+        write(df, p)
+    read = []
+    real = extra_tables.read_evaluation
+    monkeypatch.setattr(extra_tables, "read_evaluation", lambda p, *a, **k: read.append(p.name) or real(p, *a, **k))
+    got = extra_tables.redundancy_table(paths)
+    assert not any(n.startswith("ablation_") for n in read) and "mixed.parquet" in read and "bare.parquet" in read
+    monkeypatch.setattr(extra_tables, "_no_rows_of", lambda *a: False)
+    read.clear()
+    want = extra_tables.redundancy_table(paths)
+    assert any(n.startswith("ablation_") for n in read)
+    assert len(got) == 6  # (moons, gmsc) x (single, mutability), lin_sep mutability, my_data single (mixed file)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)

@@ -286,7 +286,7 @@ def write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any])
 
 #: the evaluation frames' text columns read as sorted categoricals (issue 21: masks and group-bys gather one-byte
 #: codes, not Arrow strings); the tables are the same (tests/test_report_compact.py)
-COMPACT = False
+COMPACT = True
 #: the design columns of an evaluation file that every table reads
 EVAL_KEYS = ("dataset", "experiment", "seed", "objective", "lambda_energy", "run", "valid")
 
