@@ -14,7 +14,7 @@ from ctbench.report.common import dataset_labels, with_labels
 from ctbench.report.tables import eval_frames
 from ctbench.report.tables import paper_tables as pt
 from ctbench.report.tables.compact import as_text
-from ctbench.report.tables.eval_frames import holds_none_of, read_report_evaluations
+from ctbench.report.tables.eval_frames import holds_none_of, holds_only, read_report_evaluations
 from ctbench.report.tables.relabel import labelled
 
 COLS = ("dataset", "experiment", "seed", "objective", "lambda_energy", "run", "valid", "ip", "ip_star", "cost")
@@ -78,6 +78,31 @@ def test_holds_none_of_reads_the_statistics(tmp_path):
     assert not holds_none_of(meta["mixed.parquet"], {"mutability"})  # between ablation and single: read, filtered
     assert holds_none_of(meta["mixed.parquet"], {"zeta"})
     assert not holds_none_of(meta["bare.parquet"], {"single"})  # no statistics: read
+    assert holds_only(meta["single_moons.parquet"], {"single"})  # read without the filter's copy
+    assert holds_only(meta["single_moons.parquet"], {"single", "mutability"})
+    assert not holds_only(meta["single_moons.parquet"], {"mutability"})
+    assert not holds_only(meta["mixed.parquet"], {"single"})  # ablation rows too: filtered
+    assert holds_only(meta["mixed.parquet"], {"single", "ablation"}) is False  # min != max: filtered all the same
+    assert not holds_only(meta["bare.parquet"], {"mutability"})
+
+
+def test_a_file_of_wanted_rows_only_is_not_filtered(tmp_path, monkeypatch):
+    """No is_in/filter pass over a file whose statistics say all its rows are wanted; same frame."""
+    import pyarrow.compute as pc
+
+    paths = _files(tmp_path)
+    calls = []
+    real = pc.is_in
+    monkeypatch.setattr(pc, "is_in", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for keep in (True, False):
+        calls.clear()
+        got = read_report_evaluations(paths[:2], COLS, ("single", "mutability"), keep_experiment=keep)
+        assert calls == []
+        want = read_evaluations(paths[:2], COLS, experiments=("single", "mutability"))
+        pd.testing.assert_frame_equal(got, want if keep else want.drop(columns="experiment"), check_exact=True)
+    calls.clear()
+    read_report_evaluations(paths, COLS, ("single",))
+    assert len(calls) == 2  # the mixed file and the one without statistics
 
 
 @pytest.mark.parametrize("keep_experiment", [True, False])

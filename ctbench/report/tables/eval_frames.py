@@ -59,6 +59,21 @@ def holds_none_of(meta, experiments: set[str]) -> bool:
     return True
 
 
+def holds_only(meta, experiments: set[str]) -> bool:
+    """True when a Parquet file's statistics prove that every row's ``experiment`` is one of ``experiments`` (every
+    row group: no nulls, min = max, a wanted value): the filter would keep every row, so it is not made (it copied
+    the whole file) and, without ``keep_experiment``, the column is not read."""
+    names = meta.schema.names
+    if "experiment" not in names or meta.num_rows == 0:
+        return False
+    i = names.index("experiment")
+    for r in range(meta.num_row_groups):
+        st = meta.row_group(r).column(i).statistics
+        if st is None or not st.has_min_max or st.null_count != 0 or st.min != st.max or st.min not in experiments:
+            return False
+    return True
+
+
 def read_report_table(paths: Iterable[str | Path], columns: Iterable[str], experiments: Iterable[str],
                       required: Iterable[str] = ("experiment", "dataset", "model"), keep_experiment: bool = True,
                       compact: bool = False):
@@ -84,19 +99,20 @@ def read_report_table(paths: Iterable[str | Path], columns: Iterable[str], exper
                 return False, None
             if holds_none_of(meta, wanted):  # the filter below would keep no row of it
                 continue
-            cols = [c for c in names if c in want]
+            whole = holds_only(meta, wanted)  # the filter below would keep every row of it
+            cols = [c for c in names if c in want and not (whole and c == "experiment" and not keep_experiment)]
             t = pq.read_table(p, columns=cols,
                               read_dictionary=[c for c in cols if c in TEXT_COLUMNS] if compact else None)
         except (OSError, ValueError):  # unreadable: the old reader names the file
             return False, None
-        if "experiment" in t.column_names:
+        if "experiment" in t.column_names and not whole:
             typ = t.schema.field("experiment").type
             typ = typ.value_type if pa.types.is_dictionary(typ) else typ  # is_in takes the dictionary's values
             t = t.filter(pc.is_in(t["experiment"], value_set=keep.cast(typ)))
             if t.num_rows == 0:
                 continue
-            if not keep_experiment:
-                t = t.drop_columns(["experiment"])
+        if "experiment" in t.column_names and not keep_experiment:
+            t = t.drop_columns(["experiment"])
         t = t.replace_schema_metadata(None)
         if schema is None:
             schema = t.schema
