@@ -200,3 +200,64 @@ def test_redundancy_table_skips_files_of_other_experiments(tmp_path, monkeypatch
     assert any(n.startswith("ablation_") for n in read)
     assert len(got) == 6  # (moons, gmsc) x (single, mutability), lin_sep mutability, my_data single (mixed file)
     pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+def _ablation_files(tmp_path, single_objectives=("vanilla", "full")):
+    """Per (experiment, dataset, seed) files as the workflow writes them; 'mine' shares the label Moon with moons."""
+    paths = []
+    for e, objs in (("single", single_objectives), ("mutability", ("full", "vanilla")),
+                    ("ablation", ("energy", "adversarial"))):
+        for d in ("moons", "gmsc", "mine"):
+            for s in (0, 1):
+                df = _rows(10 * s + len(d), (e,), d, n=300).assign(seed=s)
+                df["objective"] = np.array(objs)[np.random.default_rng(len(paths)).integers(0, len(objs), 300)]
+                paths.append(write(df, tmp_path / f"{e}_{d}_s{s}.parquet"))
+    return paths
+
+
+def _tables_way(paths, cols):
+    from ctbench.report.tables.ablation_parts import ablation_from_tables
+    from ctbench.report.tables.eval_frames import read_report_table
+
+    _, abl = read_report_table(paths, cols, ("ablation",), keep_experiment=False)
+    _, single = read_report_table(paths, cols, ("single",), keep_experiment=False)
+    return ablation_from_tables(abl, single)
+
+
+@pytest.mark.parametrize("order", ["as_written", "shuffled"])
+def test_ablation_from_files_is_the_tables_table(tmp_path, order, monkeypatch):
+    """One dataset label's files at a time: the ablation table of the two whole tables, bit for bit (rows in the
+    same order: positions in the tables follow the files' order); two datasets of one label read together."""
+    from ctbench.report.tables.ablation_files import ablation_from_files
+
+    paths = _ablation_files(tmp_path)
+    if order == "shuffled":
+        paths = [paths[i] for i in np.random.default_rng(2).permutation(len(paths))]
+    cols = (*pt.EVAL_KEYS, "ip", "ip_star")
+    reads = []
+    real = pq.read_table
+    monkeypatch.setattr(pq, "read_table", lambda p, *a, **k: reads.append(
+        (p.name, tuple(k.get("columns") or ()))) or real(p, *a, **k))
+    with dataset_labels({"mine": "Moon"}):
+        got = ablation_from_files(paths, cols)
+        monkeypatch.setattr(pq, "read_table", real)
+        want = _tables_way(paths, cols)
+    assert len(want) == 2 * 4 * 2  # (Moon, GMSC) x (the four objectives) x (IP, IP*)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    full = [n for n, c in reads if c != ("objective",)]
+    assert sorted(full) == sorted(p.name for p in paths if not p.name.startswith("mutability"))  # each once
+
+
+def test_ablation_from_files_leaves_other_files_to_the_tables(tmp_path):
+    """None (the tables' way) for files mixing experiments, single rows the ablation does not borrow, CSV."""
+    from ctbench.report.tables.ablation_files import ablation_from_files
+
+    cols = (*pt.EVAL_KEYS, "ip", "ip_star")
+    paths = _ablation_files(tmp_path / "a" if (tmp_path / "a").mkdir() is None else tmp_path)
+    assert ablation_from_files(paths, cols) is not None
+    mixed = write(_rows(3, ("ablation", "single"), "moons"), tmp_path / "mixed.parquet")
+    assert ablation_from_files([*paths, mixed], cols) is None
+    other = _ablation_files(tmp_path / "b" if (tmp_path / "b").mkdir() is None else tmp_path,
+                            single_objectives=("vanilla", "full", "energy"))
+    assert ablation_from_files(other, cols) is None
+    assert ablation_from_files([*paths, tmp_path / "x.csv"], cols) is None

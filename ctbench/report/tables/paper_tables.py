@@ -365,11 +365,15 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
     del single
     # the ablation: from Arrow tables, one dataset's rows as a frame at a time; else from frames
     cols = (*EVAL_KEYS, "ip", "ip_star")
-    ok, abl_t = read_report_table(evaluations, cols, ("ablation",), keep_experiment=False)
-    ok_single, single_t = read_report_table(evaluations, cols, ("single",), keep_experiment=False) \
-        if ok and abl_t is not None else (False, None)
-    done = ablation_from_tables(abl_t, single_t) if ok and ok_single and abl_t is not None else None
-    del abl_t, single_t
+    from .ablation_files import ablation_from_files
+
+    done = ablation_from_files(evaluations, cols)  # one dataset's files at a time, where their statistics allow
+    if done is None:
+        ok, abl_t = read_report_table(evaluations, cols, ("ablation",), keep_experiment=False)
+        ok_single, single_t = read_report_table(evaluations, cols, ("single",), keep_experiment=False) \
+            if ok and abl_t is not None else (False, None)
+        done = ablation_from_tables(abl_t, single_t) if ok and ok_single and abl_t is not None else None
+        del abl_t, single_t
     if done is not None:
         tables["ablation"] = done if len(done) else None
     else:
