@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .ablation_parts import _by_label
+from .ablation_parts import rows_by_label
 from .eval_frames import holds_none_of, holds_only
 
 _REQUIRED = ("experiment", "dataset", "model")
@@ -121,7 +121,7 @@ def ablation_from_files(paths: Iterable[str | Path], columns: Iterable[str]) -> 
         return pd.concat(frames, ignore_index=True), np.concatenate(where) if where else np.zeros(0, np.int64)
 
     try:
-        return _by_label(names, rows_of, pool)
+        return rows_by_label(names, rows_of, pool)
     except _Differs:
         return None
 
