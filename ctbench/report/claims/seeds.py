@@ -119,10 +119,13 @@ def _write(df: pd.DataFrame | None, folder: Path, name: str) -> None:
 
 def _evaluation_seed_tables(files: list[Path], seed: int, folder: Path, settings) -> None:
     """Tables 1 and 3, the appendix's CI and unconstrained-cost tables and the performance table of one seed."""
-    from ...evaluation.files import read_evaluations
+    from ..tables import paper_tables
+    from ..tables.eval_frames import read_report_evaluations
     from ..tables.paper_tables import EVAL_KEYS, cost_table_unconstrained, performance_table, table1, table3
 
-    evals = read_evaluations(files, (*EVAL_KEYS, "ip", "ip_star", "cost"), experiments=SEED_EXPERIMENTS)
+    # read_evaluations' frame (one Arrow pass, files of other experiments skipped), the text columns compact
+    evals = read_report_evaluations(files, (*EVAL_KEYS, "ip", "ip_star", "cost"), experiments=SEED_EXPERIMENTS,
+                                    compact=paper_tables.COMPACT)
     if not evals.empty and "seed" in evals:
         evals = evals[pd.to_numeric(evals["seed"], errors="coerce") == seed].reset_index(drop=True)
     if not evals.empty:
