@@ -9,19 +9,23 @@
 # to write (emptied first; OUT.time = `/usr/bin/time -v`, OUT.log = stdout/stderr, OUT.load = load average before and
 # after); SET_REPO: the checkout holding results/paper (default /work/regen). The command is the one Snakemake prints
 # (`snakemake -n -p -f results/paper/report/index.json`), with --out replaced; the other stages' files of the report
-# folder (figure1, mnist_*, prop31/, fidelity_effects) are copied in first, as the workflow leaves them there.
+# folder (figure1, black_figure*, mnist_*, prop31/, fidelity_effects) are copied in first, as the workflow leaves
+# them there. A set whose report rule wraps the command in `python -m ctbench.cpu_record FILE` (the per-job CPU
+# records) is measured without that wrapper: GNU time measures the report itself.
 # Compare the tables: `ctbench compare OUT --committed SET_REPO/results/paper/report --rtol 0 --atol 0`.
 set -euo pipefail
 CODE=$(realpath "$1"); OUT=$2; REPO=${3:-/work/regen}
 command -v snakemake > /dev/null || { echo "snakemake is not on PATH: activate the project's venv first" >&2; exit 2; }
 R=$REPO/results/paper/report
 CMD=$(cd "$REPO" && CTBENCH_DATA=${CTBENCH_DATA:-/work/shared/data} PYTHONPATH=$REPO \
-      snakemake -n -p -f results/paper/report/index.json 2>/dev/null | grep '^Shell command: ctbench report' \
-      | sed 's/^Shell command: ctbench //; s/ > results.*$//')
+      snakemake -n -p -f results/paper/report/index.json 2>/dev/null \
+      | grep -E '^Shell command: (python -m ctbench\.cpu_record [^ ]+ )?ctbench report' \
+      | sed -E 's/^Shell command: (python -m ctbench\.cpu_record [^ ]+ )?ctbench //; s/ > results.*$//')
 [ -n "$CMD" ] || { echo "no report command from snakemake -n -p" >&2; exit 1; }
 CMD=${CMD//--out results\/paper\/report/--out $OUT}
 rm -rf "$OUT" "$OUT.stale"; mkdir -p "$OUT"
 cp -r "$R"/figure1.* "$R"/mnist_* "$R"/prop31 "$R"/fidelity_effects.* "$OUT"/
+cp "$R"/black_figure* "$OUT"/ 2>/dev/null || true  # the black_figure stages' files, where the set has them
 RUNNER=$(mktemp -d)/ctb.py  # a script, not `python -c`/-m: those put the working directory first on sys.path
 printf 'import sys\nfrom ctbench.cli import main\nsys.argv[0] = "ctbench"\nsys.exit(main())\n' > "$RUNNER"
 cat /proc/loadavg > "$OUT.load"

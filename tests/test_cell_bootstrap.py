@@ -81,3 +81,32 @@ def test_cell_draws_give_the_row_bootstrap_intervals(exact_max, monkeypatch):
 def test_unknown_draws_is_a_clear_error():
     with pytest.raises(ValueError, match="draws must be one of"):
         Bootstraps(draws="individuals")
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1000])
+def test_exact_draws_in_chunks_are_the_one_pass_draws_bit_for_bit(chunk, monkeypatch):
+    """The exact sums made a few draws at a time (issue 21: the report's peak memory) are the sums of drawing them
+    all at once, to the bit, and leave the generator where the one pass leaves it; a whole table too."""
+    rng = np.random.default_rng(4)
+    vals, w = rng.normal(size=400), (rng.random(400) < 0.6).astype(float)
+    mom = _moments(vals, w, [37, 3, 60, 100, 200])
+    code, n, k, mu, sd, vv, vstart = mom
+    mm = rng.integers(1, 31, 500)
+    cc = rng.integers(0, 5, 500)
+    cc = cc[k[cc] > 0]
+    mm = mm[: len(cc)]
+
+    def one_pass(g):  # the code before the chunks
+        owner = np.repeat(np.arange(len(mm)), mm)
+        pick = vstart[cc][owner] + (g.random(len(owner)) * k[cc][owner]).astype(np.int64)
+        return np.bincount(owner, weights=vv[pick], minlength=len(mm))
+
+    want_g, got_g = np.random.default_rng(9), np.random.default_rng(9)
+    want = one_pass(want_g)
+    monkeypatch.setattr(cb, "EXACT_CHUNK", chunk)
+    got = cb.exact_sums(got_g, mm, cc, k, vstart, vv)
+    assert (got == want).all() and got_g.random() == want_g.random()
+    ev = _evals()
+    small = table1_bootstrap(ev, n_boot=300, draws="cells")
+    monkeypatch.setattr(cb, "EXACT_CHUNK", 2**20)
+    pd.testing.assert_frame_equal(small, table1_bootstrap(ev, n_boot=300, draws="cells"), check_exact=True)

@@ -193,6 +193,7 @@ def test_a_time_claim_judged_on_only_the_datasets_timed_apart_is_not_judged(tmp_
     assert pooled["train_seconds"].isna().sum() == 2  # LS's CT time is one population's
     long = judge_seeds(tmp_path / "claims.yaml", _seed_folders(tmp_path, pooled))
     assert long["verdict"].tolist() == [NOT_JUDGED, NOT_JUDGED] and (long["note"] == SHARED_TIME).all()
+    assert (long["ours"] == "").all()  # no value beside "not judged" (it showed MNIST's alone)
 
 
 def test_a_seed_given_twice_is_refused(tmp_path):

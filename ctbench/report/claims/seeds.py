@@ -119,10 +119,13 @@ def _write(df: pd.DataFrame | None, folder: Path, name: str) -> None:
 
 def _evaluation_seed_tables(files: list[Path], seed: int, folder: Path, settings) -> None:
     """Tables 1 and 3, the appendix's CI and unconstrained-cost tables and the performance table of one seed."""
-    from ...evaluation.files import read_evaluations
+    from ..tables import paper_tables
+    from ..tables.eval_frames import read_report_evaluations
     from ..tables.paper_tables import EVAL_KEYS, cost_table_unconstrained, performance_table, table1, table3
 
-    evals = read_evaluations(files, (*EVAL_KEYS, "ip", "ip_star", "cost"), experiments=SEED_EXPERIMENTS)
+    # read_evaluations' frame (one Arrow pass, files of other experiments skipped), the text columns compact
+    evals = read_report_evaluations(files, (*EVAL_KEYS, "ip", "ip_star", "cost"), experiments=SEED_EXPERIMENTS,
+                                    compact=paper_tables.COMPACT)
     if not evals.empty and "seed" in evals:
         evals = evals[pd.to_numeric(evals["seed"], errors="coerce") == seed].reset_index(drop=True)
     if not evals.empty:
@@ -222,14 +225,15 @@ def judge_seeds(claims_yaml: str | Path, folders: dict[int, Path],
             if c.file not in SEED_FILES or not (Path(folder) / c.file).exists():
                 continue
             r = evaluate_claim(c, folder, cache)
-            note, verdict = r["note"], r["verdict"]
+            note, verdict, ours = r["note"], r["verdict"], r["ours"]
             # a time claim judged on none, or on only some, of its items (the others' seeds share one time, e.g. all
             # datasets but one trained as populations) is not the claim on this seed
             if c.file == "training_time.csv" and (verdict not in JUDGED or r.get("missing")):
                 times = pd.read_csv(Path(folder) / c.file)
                 if "train_seconds" in times and times["train_seconds"].isna().any():
-                    note, verdict = SHARED_TIME, NOT_JUDGED  # ran, but its seeds were not timed apart
-            rows.append({"claim": c.id, "seed": int(seed), "verdict": verdict, "ours": r["ours"],
+                    # ran, but its seeds were not timed apart; no value either, as on every other not-judged row
+                    note, verdict, ours = SHARED_TIME, NOT_JUDGED, ""
+            rows.append({"claim": c.id, "seed": int(seed), "verdict": verdict, "ours": ours,
                          "note": note, "file": c.file, "missing": r.get("missing", [])})
             cell = cell_row(c, seed, cache.get((c.file, False)), r) if cells is not None else None
             if cell is not None:

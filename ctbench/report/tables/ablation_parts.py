@@ -41,7 +41,7 @@ def ablation_by_dataset(abl: pd.DataFrame, shared: pd.DataFrame) -> pd.DataFrame
         ish = np.flatnonzero(shared["dataset"].isin(group).to_numpy())
         return pd.concat([abl.iloc[ia], shared.iloc[ish]], ignore_index=True), np.r_[ia, len(abl) + ish]
 
-    return _by_label(names, rows_of, pool)
+    return rows_by_label(names, rows_of, pool)
 
 
 def ablation_from_tables(abl, single) -> pd.DataFrame | None:
@@ -78,10 +78,10 @@ def ablation_from_tables(abl, single) -> pd.DataFrame | None:
         frames = [abl.take(ia).to_pandas(), shared.take(ish).to_pandas()]
         return pd.concat(frames, ignore_index=True), np.r_[ia, abl.num_rows + ish]
 
-    return _by_label(names, rows_of, pool)
+    return rows_by_label(names, rows_of, pool)
 
 
-def _by_label(names, rows_of, pool: bool) -> pd.DataFrame:
+def rows_by_label(names, rows_of, pool: bool) -> pd.DataFrame:
     """The ablation table from ``rows_of(names of one label)`` → (its rows in the one frame's order, their positions
     there), one label at a time; the rows sorted as the one frame's ``groupby(sort=False)`` has them."""
     by_label: dict[str, list] = {}

@@ -29,6 +29,9 @@ import numpy as np
 
 #: strata whose drawn valid count is at most this get their values drawn one by one (exact); above, the normal sum
 EXACT_MAX = 30
+#: the exact draws of one block are made this many at a time (issue 21: a block's up to 30 draws per stratum and
+#: replicate, ~56 bytes each, were the paper report's peak, +1.4 GB); the numbers and sums do not depend on it
+EXACT_CHUNK = 2**20
 
 
 def cell_moments(cell: np.ndarray, vals: np.ndarray, w: np.ndarray, starts: np.ndarray, sizes: np.ndarray):
@@ -65,11 +68,28 @@ def cell_sums(rng: np.random.Generator, moments, n_boot: int, n_cell: int, max_b
         small = (m > 0) & (m <= exact_max) & (sd > 0)
         if small.any():
             rr, cc = np.nonzero(small)
-            mm = m[rr, cc]
-            owner = np.repeat(np.arange(len(mm)), mm)
-            pick = vstart[cc][owner] + (rng.random(len(owner)) * k[cc][owner]).astype(np.int64)
-            s[rr, cc] = np.bincount(owner, weights=vv[pick], minlength=len(mm))
+            s[rr, cc] = exact_sums(rng, m[rr, cc], cc, k, vstart, vv)
         sums, counts = np.zeros((b, n_cell)), np.zeros((b, n_cell))
         sums[:, code], counts[:, code] = s, m
         yield sums, counts
         done += b
+
+
+def exact_sums(rng: np.random.Generator, mm: np.ndarray, cc: np.ndarray, k: np.ndarray, vstart: np.ndarray,
+               vv: np.ndarray) -> np.ndarray:
+    """Per entry ``i``: the sum of ``mm[i]`` draws with replacement from stratum ``cc[i]``'s ``k`` valid values
+    (``vv`` from ``vstart``), made :data:`EXACT_CHUNK` draws at a time. The uniforms are ``rng.random(mm.sum())``
+    split at the chunks' ends (a generator gives the same numbers either way) and each sum adds its draws in the
+    same order, so the sums are those of one pass bit for bit, with a bounded memory."""
+    out = np.empty(len(mm))
+    ends = np.cumsum(mm)
+    lo = 0
+    while lo < len(mm):
+        before = int(ends[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(ends, before + EXACT_CHUNK, side="right")))
+        m_c, c_c = mm[lo:hi], cc[lo:hi]
+        owner = np.repeat(np.arange(hi - lo), m_c)
+        pick = vstart[c_c][owner] + (rng.random(len(owner)) * k[c_c][owner]).astype(np.int64)
+        out[lo:hi] = np.bincount(owner, weights=vv[pick], minlength=hi - lo)
+        lo = hi
+    return out

@@ -25,12 +25,29 @@ from ..common import dataset_label, paper_sorted
 _RED_COLUMNS = ("dataset", "experiment", "objective", "valid", "redundancy")
 
 
+def _no_rows_of(path: str | Path, experiments: tuple[str, ...]) -> bool:
+    """True when a Parquet file's statistics prove it holds no row of ``experiments`` (it is then not read, issue
+    21); anything else (CSV, no statistics, an unreadable footer: the reader below decides) False."""
+    if Path(path).suffix != ".parquet":
+        return False
+    import pyarrow.parquet as pq
+
+    from .eval_frames import holds_none_of
+
+    try:
+        return holds_none_of(pq.read_metadata(path), set(experiments))
+    except (OSError, ValueError):
+        return False
+
+
 def redundancy_table(evaluations: Iterable[str | Path]) -> pd.DataFrame:
     """Mean redundancy of valid counterfactuals of CT (``full``) and BL (``vanilla``) per dataset and experiment
     (``single``, ``mutability``), with the difference CT − BL and the number of valid counterfactuals; empty when
     the files carry no ``redundancy`` column."""
     sums: dict[tuple[str, str, str], list[float]] = {}
     for p in evaluations:
+        if _no_rows_of(p, ("single", "mutability")):  # e.g. an ablation file: nothing of it is kept below
+            continue
         try:
             df = read_evaluation(p, _RED_COLUMNS)
         except BadFileError:  # write_report reads every evaluation file first and stops on a bad one

@@ -23,6 +23,7 @@ from ...io import atomic_write_json, atomic_write_text, machine, provenance, rea
 from ..common import dataset_label, paper_sorted
 from ..markdown import frame_to_markdown
 from ..settings import ReportSettings
+from .compact import as_text
 from .relabel import dataset_rows, labelled
 from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, experiment_rows, pool_seeds
 from .table1 import table1 as table1_cells
@@ -172,7 +173,7 @@ def _table3_column(sub: pd.DataFrame, exp: str) -> pd.DataFrame | None:
     sub = sub[sub["objective"].isin(["full", "vanilla"])] if len(sub) else sub
     if not len(sub):
         return None
-    v = validity_table(pool_seeds(labelled(sub)), avg_row=False)
+    v = as_text(validity_table(pool_seeds(labelled(sub)), avg_row=False))
     v["column"] = v["objective"].map({"full": "ct", "vanilla": "bl"}) + "_" + _TABLE3_COLUMNS[exp]
     return v.pivot(index="dataset", columns="column", values="validity")
 
@@ -283,6 +284,9 @@ def write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any])
 
 
 
+#: the evaluation frames' text columns read as sorted categoricals (issue 21: masks and group-bys gather one-byte
+#: codes, not Arrow strings); the tables are the same (tests/test_report_compact.py)
+COMPACT = True
 #: the design columns of an evaluation file that every table reads
 EVAL_KEYS = ("dataset", "experiment", "seed", "objective", "lambda_energy", "run", "valid")
 
@@ -314,7 +318,8 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
     t1_parts, t3_parts, boots, seen = {}, {}, Bootstraps(n_boot=n_boot, draws="cells"), False
     for exp in ("single", "mutability"):
         metrics = ("ip", "ip_star", "cost") if exp == "single" else ("cost",)  # the metrics of its tables
-        f = read_evaluations(evaluations, (*EVAL_KEYS, *metrics), experiments=(exp,), keep_experiment=False)
+        f = read_evaluations(evaluations, (*EVAL_KEYS, *metrics), experiments=(exp,), keep_experiment=False,
+                             compact=COMPACT)
         if f.empty:
             continue
         seen = True
@@ -354,17 +359,21 @@ def _evaluation_tables(evaluations: list[str | Path], pub: Path | None, n_boot: 
         tables["table3_agreement"] = validity_agreement(t3)
     del boots
     single = read_evaluations(evaluations, (*EVAL_KEYS, "ip_star_run", "ip_star_pooled"), experiments=("single",),
-                              keep_experiment=False)
+                              keep_experiment=False, compact=COMPACT)
     if not single.empty:
         tables["ipstar_groupings"] = ipstar_groupings(single, pub)
     del single
     # the ablation: from Arrow tables, one dataset's rows as a frame at a time; else from frames
     cols = (*EVAL_KEYS, "ip", "ip_star")
-    ok, abl_t = read_report_table(evaluations, cols, ("ablation",), keep_experiment=False)
-    ok_single, single_t = read_report_table(evaluations, cols, ("single",), keep_experiment=False) \
-        if ok and abl_t is not None else (False, None)
-    done = ablation_from_tables(abl_t, single_t) if ok and ok_single and abl_t is not None else None
-    del abl_t, single_t
+    from .ablation_files import ablation_from_files
+
+    done = ablation_from_files(evaluations, cols)  # one dataset's files at a time, where their statistics allow
+    if done is None:
+        ok, abl_t = read_report_table(evaluations, cols, ("ablation",), keep_experiment=False)
+        ok_single, single_t = read_report_table(evaluations, cols, ("single",), keep_experiment=False) \
+            if ok and abl_t is not None else (False, None)
+        done = ablation_from_tables(abl_t, single_t) if ok and ok_single and abl_t is not None else None
+        del abl_t, single_t
     if done is not None:
         tables["ablation"] = done if len(done) else None
     else:

@@ -15,7 +15,11 @@ from ..common import dataset_label, with_labels
 
 
 def labelled(df: pd.DataFrame) -> pd.DataFrame:
-    """``with_labels(df)``, bit for bit, cheaper for a ``str`` (Arrow) ``dataset`` column."""
+    """``with_labels(df)``, bit for bit, cheaper for a ``str`` (Arrow) ``dataset`` column; a categorical one (the
+    report's compact frames) keeps its codes, its categories renamed to the labels and kept sorted (as a group-by
+    of the labels as strings orders them)."""
+    if "dataset" in df and isinstance(df["dataset"].dtype, pd.CategoricalDtype):
+        return _labelled_categories(df)
     if "dataset" not in df or not isinstance(df["dataset"].dtype, pd.StringDtype):
         return with_labels(df)
     col = df["dataset"]
@@ -39,3 +43,17 @@ def dataset_rows(frame: pd.DataFrame):
     codes, uniques = pd.factorize(frame["dataset"])
     for i, d in enumerate(uniques):
         yield d, np.flatnonzero(codes == i)
+
+
+def _labelled_categories(df: pd.DataFrame) -> pd.DataFrame:
+    """:func:`labelled` of a categorical ``dataset`` column: each category renamed to its label, the categories
+    re-sorted; two names of one label (or a label that is no string) give the labels as strings instead."""
+    col = df["dataset"]
+    names = list(col.cat.categories)
+    labels = [dataset_label(d) for d in names]
+    if labels == names:
+        return df.copy(deep=False)
+    if len(set(labels)) < len(labels) or not all(isinstance(x, str) for x in labels):
+        return with_labels(df.assign(dataset=col.astype("str")))
+    new = col.cat.rename_categories(labels)
+    return df.assign(dataset=new.cat.reorder_categories(sorted(labels)))
