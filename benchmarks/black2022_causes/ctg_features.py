@@ -48,12 +48,17 @@ def use(features: str) -> None:
     D.load_dataset = load
 
 
+def option_arg(argv: list[str], flag: str, default: str) -> tuple[list[str], str]:
+    """Split ``flag X`` off argv (the scripts' own small options); ``default`` when absent."""
+    if flag in argv:
+        i = argv.index(flag)
+        return argv[:i] + argv[i + 2:], argv[i + 1]
+    return argv, default
+
+
 def features_arg(argv: list[str]) -> tuple[list[str], str]:
     """Split ``--features X`` off argv; default per_second."""
-    if "--features" in argv:
-        i = argv.index("--features")
-        return argv[:i] + argv[i + 2:], argv[i + 1]
-    return argv, "per_second"
+    return option_arg(argv, "--features", "per_second")
 
 
 def pickle_path(ds: str, n, features: str, scaling: str = "loader") -> str:

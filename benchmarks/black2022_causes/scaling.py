@@ -31,6 +31,7 @@ datalib's ``Normalize`` subtracts the table's single overall minimum and divides
 from dataclasses import replace
 
 import numpy as np
+from ctg_features import option_arg
 
 import ctbench.data as D
 from ctbench.data import consistency_datasets as CD
@@ -113,7 +114,4 @@ def use(scaling: str) -> None:
 
 def scaling_arg(argv: list[str]) -> tuple[list[str], str]:
     """Split ``--scaling X`` off argv; default loader."""
-    if "--scaling" in argv:
-        i = argv.index("--scaling")
-        return argv[:i] + argv[i + 2:], argv[i + 1]
-    return argv, "loader"
+    return option_arg(argv, "--scaling", "loader")
