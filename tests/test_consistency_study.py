@@ -182,6 +182,7 @@ def test_a_tiny_run_has_one_row_per_method_and_factual(tiny_runs):
     assert df["iv_rs"].between(0, 1).all() and df["iv_loo"].between(0, 1).all()
     assert (df["n_rs"] == 3).all() and (df["n_loo"] == 3).all()
     assert meta["provenance"]["ctbench_version"] and meta["cpu_seconds"]["train"] > 0 and len(meta["loo_rows"]) == 3
+    assert meta["data_scaling"] == "loader"  # which preparation ran is recorded (moons has only its own)
     assert meta["architecture"]["hidden"] == [32, 16] and meta["models"]["base"]["failed"] == []
     sns, pgd = df[df["method"] == "min_eps_pgd+sns"], df[df["method"] == "min_eps_pgd"]
     assert (sns["valid"].to_numpy() == pgd["valid"].to_numpy()).all()  # SNS keeps the label; failures stay failed

@@ -53,7 +53,7 @@ def test_sizes_balance_scaling_and_domain(name):
     rel, n_train, n_test, d, positives, scaling = EXPECTED[name]
     if not (DATA / rel).is_file():
         pytest.skip(f"{rel} not found in {DATA}")
-    ds = load(name)
+    ds = load(name, scaling="loader")  # the loaders' own recipe (the defaults: test_data_scaling_switch.py)
     assert (len(ds.y_train), len(ds.y_val), len(ds.y_test)) == (n_train, 0, n_test)
     assert ds.n_features == d == len(ds.feature_names) == ds.X_test.shape[1] and ds.n_classes == 2
     y = np.concatenate([ds.y_train, ds.y_test])
@@ -80,7 +80,7 @@ def test_sizes_balance_scaling_and_domain(name):
 
 @needs("cardiotocography/CTG.xls")
 def test_ctg_features_are_the_raw_per_second_columns():
-    ds = load("CTG")
+    ds = load("CTG", scaling="loader")  # the per-column scaler (the default, datalib's, has one range: its own test)
     assert ds.name == "cardiotocography" and ds.feature_names == CTG_FEATURES
     raw = pd.read_excel(DATA / "cardiotocography/CTG.xls", sheet_name="Data", header=1, engine="calamine")
     raw = raw[raw["NSP"].notna()].reset_index(drop=True)
@@ -127,14 +127,14 @@ def test_taiwanese_credit_is_the_full_unbalanced_table_with_32_features():
 
 @needs("cardiotocography/CTG.xls")
 def test_deterministic_seeded_and_cached(tmp_path):
-    a = load("CTG")
-    b = load_dataset("CTG", raw_dir=DATA, cache_dir=tmp_path)
-    c = load_dataset("CTG", raw_dir=DATA, cache_dir=tmp_path)
+    a = load("CTG", scaling="loader")  # the seeded recipe (datalib's split is fixed: RandomState(0))
+    b = load_dataset("CTG", raw_dir=DATA, cache_dir=tmp_path, scaling="loader")
+    c = load_dataset("CTG", raw_dir=DATA, cache_dir=tmp_path, scaling="loader")
     assert b.meta["cache"] == "built" and c.meta["cache"] == "hit"
     for k in ARRAYS:
         assert getattr(a, k).tobytes() == getattr(b, k).tobytes() == getattr(c, k).tobytes()
     assert c.domain == b.domain and c.categorical_groups == b.categorical_groups
-    other = load("CTG", seed=1)
+    other = load("CTG", seed=1, scaling="loader")
     assert not np.array_equal(a.X_test, other.X_test)
     with pytest.raises(ValueError, match="unknown parameter"):
         load_dataset("CTG", raw_dir=DATA, cache_dir=False, source="raw")

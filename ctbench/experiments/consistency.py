@@ -298,6 +298,7 @@ def run(job: dict[str, Any], progress: bool = False, retrained: list[str | Path]
                     provenance=provenance())
         return _with_meta(pd.DataFrame(columns=FRAME_COLUMNS), meta)
     meta.update(info, n_train=int(len(data.y_train)), n_test=int(len(data.y_test)),
+                data_scaling=data.meta.get("scaling_switch", "loader"),  # which preparation ran (scaling_switch.py)
                 loo_rows=list(plan.loo_rows), rs_seeds=[plan.rs_seeds[0], plan.rs_seeds[-1]] if plan.rs_seeds else [])
     cpu["setup"] = time.process_time() - t0
     torch.set_num_threads(1)
