@@ -123,7 +123,7 @@ def test_loo_population_trains_without_exactly_its_point():
     ({"sns": {"radius": -1.5}}, r"consistency\.sns\.radius: -1\.5"),
     ({"n_models": 0}, r"consistency\.n_models: 0 must be an integer >= 1"),
     ({"n_modles": 3}, r"unknown setting\(s\) \['n_modles'\]"),
-    ({"pgd_step_rule": "foolbox"}, r"consistency\.pgd_step_rule: 'foolbox'; allowed: paper, code"),
+    ({"pgd_step_rule": "foolbox"}, r"consistency\.pgd_step_rule: 'foolbox'; allowed: null, paper, code"),
 ])
 def test_bad_settings_stop_before_anything_runs(settings, needle, monkeypatch):
     import ctbench.data
@@ -284,21 +284,25 @@ def test_ct_tables_without_a_valid_counterfactual_give_empty_delta_table_not_a_c
     assert deltas.empty
 
 
-def test_pgd_step_rule_switch_reaches_the_search_and_defaults_to_todays_rule():
+def test_pgd_step_rule_switch_reaches_the_search_and_defaults_to_the_authors_code():
     """``consistency.pgd_step_rule`` (issue 25: the authors' foolbox call steps 2·ε²/steps, App. B.3's text 2·ε/steps)
-    goes from the config block through the settings to Min-ε PGD; without it the committed run's rule (paper) runs."""
+    goes from the config block through the settings to Min-ε PGD; without it the run's fidelity decides: the
+    authors' code (``code``) under ``reference``, the text (``paper``) under ``paper``."""
+    from ctbench.experiments.consistency import pgd_step_rule
     from ctbench.experiments.consistency_search import SearchContext
 
-    assert resolve_settings({})["pgd_step_rule"] == "paper"
-    assert resolve_settings({"pgd_step_rule": "code"})["pgd_step_rule"] == "code"
-    gen, _ = SearchContext(2.0, 0.3).base_generator("min_eps_pgd")
-    assert gen.step_rule == "paper"
+    assert resolve_settings({})["pgd_step_rule"] is None
+    assert pgd_step_rule(resolve_settings({})) == "code"
+    assert pgd_step_rule(resolve_settings({"fidelity": "reference_2025_07"})) == "code"
+    assert pgd_step_rule(resolve_settings({"fidelity": "paper"})) == "paper"
+    assert pgd_step_rule(resolve_settings({"fidelity": "paper", "pgd_step_rule": "code"})) == "code"
+    assert pgd_step_rule(resolve_settings({"pgd_step_rule": "paper"})) == "paper"
     gen, _ = SearchContext(2.0, 0.3, pgd_step_rule="code").base_generator("min_eps_pgd")
     assert gen.step_rule == "code"
-    cfg = {"datasets": ["moons"], "consistency": {"enabled": True, "datasets": ["moons"], "pgd_step_rule": "code"}}
-    assert jobs(cfg)[0]["settings"]["pgd_step_rule"] == "code"
+    cfg = {"datasets": ["moons"], "consistency": {"enabled": True, "datasets": ["moons"], "pgd_step_rule": "paper"}}
+    assert jobs(cfg)[0]["settings"]["pgd_step_rule"] == "paper"
     del cfg["consistency"]["pgd_step_rule"]
-    assert "pgd_step_rule" not in jobs(cfg)[0]["settings"]   # an unchanged config gives the committed jobs' settings
+    assert "pgd_step_rule" not in jobs(cfg)[0]["settings"]   # the job's settings leave it to the fidelity
 
 
 def test_pgd_step_rule_changes_the_counterfactuals_and_is_recorded():

@@ -74,10 +74,10 @@ DEFAULTS: dict[str, Any] = {
     "lipschitz": {"samples": 16, "radius_factor": 0.05}, "vae_epochs": 100, "data_params": {},
     # Min-ℓ1/ℓ2's box (fidelity switch ``elastic_net_box``); null: the run's fidelity (below) decides
     "elastic_net_box": None,
-    # Min-ε PGD's step per bound ε_k (``MinEpsPGDGenerator.step_rule``): ``paper`` α = 2·ε_k/steps (App. B.3's text,
-    # what the committed run used) or ``code`` α = 2·ε_k²/steps (the authors' code passes 2·ε_k/steps to foolbox's
-    # L2PGD as a step *relative* to ε_k)
-    "pgd_step_rule": "paper",
+    # Min-ε PGD's step per bound ε_k (``MinEpsPGDGenerator.step_rule``): ``paper`` α = 2·ε_k/steps (App. B.3's text)
+    # or ``code`` α = 2·ε_k²/steps (the authors' code passes 2·ε_k/steps to foolbox's L2PGD as a step *relative* to
+    # ε_k; with it CTG's PGD costs are Table 4's); null: the run's fidelity decides (reference: code, paper: paper)
+    "pgd_step_rule": None,
     # the run's fidelity mode and switch overrides (the workflow passes its own): the CT part trains its CT and BL
     # models with them, as the final models are trained; the Black et al. part takes the elastic-net box from them
     # (unless ``elastic_net_box`` is given), while its base models follow Black et al.'s Keras training (batches
@@ -125,12 +125,18 @@ def resolve_settings(settings: dict[str, Any] | None, part: str = "black2022") -
         raise ValueError(f"consistency.sns.fidelity: {s['sns']['fidelity']!r}; allowed: reference, paper")
     if s["elastic_net_box"] not in (None, *BOXES):
         raise ValueError(f"consistency.elastic_net_box: {s['elastic_net_box']!r}; allowed: null, {', '.join(BOXES)}")
-    if s["pgd_step_rule"] not in STEP_RULES:
-        raise ValueError(f"consistency.pgd_step_rule: {s['pgd_step_rule']!r}; allowed: {', '.join(STEP_RULES)}")
+    if s["pgd_step_rule"] not in (None, *STEP_RULES):
+        raise ValueError(f"consistency.pgd_step_rule: {s['pgd_step_rule']!r}; allowed: null, {', '.join(STEP_RULES)}")
     if not isinstance(s["fidelity_overrides"], dict):
         raise ValueError(f"consistency.fidelity_overrides: {s['fidelity_overrides']!r} must be a mapping of switches")
     run_fidelity(s)  # an unknown mode or switch stops here, before any training
     return s
+
+
+def pgd_step_rule(settings: dict[str, Any]) -> str:
+    """Min-ε PGD's step rule of resolved ``settings``: the one given, else the authors' code's (``code``) under the
+    ``reference`` fidelity and App. B.3's text (``paper``) under ``paper``."""
+    return settings["pgd_step_rule"] or ("paper" if run_fidelity(settings).mode == "paper" else "code")
 
 
 def run_fidelity(settings: dict[str, Any]):
@@ -339,7 +345,7 @@ def run(job: dict[str, Any], progress: bool = False, retrained: list[str | Path]
         base, retrained, failed = _split(res, ms)
         ctx = SearchContext(eps, sns_radius, s["sns"]["fidelity"], arch.l1_step, arch.l2_step, arch.latent_radius,
                             X, vae, ecco.get(label), seed, elastic_net_box=box,
-                            pgd_step_rule=s["pgd_step_rule"])
+                            pgd_step_rule=pgd_step_rule(s))
         target = _targets(base, x, data.n_classes, seed)
         found, search_cpu = search_methods(base, x, target, cons, list(s["methods"]), ctx)
         t = time.process_time()
@@ -358,7 +364,7 @@ def run(job: dict[str, Any], progress: bool = False, retrained: list[str | Path]
     if retrained is not None:
         cpu["train_shards"] = shard_cpu
     meta.update(models=models_meta, pgd_max_eps=eps, sns_radius=sns_radius, n_factuals=int(len(rows)),
-                elastic_net_box=box, pgd_step_rule=s["pgd_step_rule"],
+                elastic_net_box=box, pgd_step_rule=pgd_step_rule(s),
                 cpu_seconds=cpu, provenance=provenance())
     return _with_meta(pd.concat(frames, ignore_index=True), meta)
 
