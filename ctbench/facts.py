@@ -147,6 +147,7 @@ PATHS: dict[str, str] = {
     "fidelity_effect": "{results}/fidelity/{switch}/{dataset}.csv",
     "report": "{results}/report",
     "report_index": "{results}/report/index.json",
+    "report_figures": "{results}/report/report_figures.json",
     "report_figure": "{results}/report/{name}.png",
     "fidelity_effects": "{results}/report/fidelity_effects.csv",
     "prop31": "{results}/report/prop31",

@@ -172,7 +172,7 @@ def test_benchmark_code_reruns_no_paper_stage():
     """`ctbench bench` has a command module of its own: no stage of the workflow reaches the benchmark code, so a
     change of it (e.g. a GPU path) leaves every rule's code fingerprint, and so the committed result set, as it is."""
     stages = [f"ctbench.cli.{m}" for m in ("train_cmds", "data_cmds", "eval_cmds", "grid_cmds", "figure_cmds",
-                                            "study_cmds", "report_cmds")]
+                                            "study_cmds", "report_cmds", "report_figure_cmds")]
     bench = {"ctbench.experiments.bench", "ctbench.experiments.bench_population", "ctbench.cli.bench_cmds"}
     for stage in stages:
         assert not bench & set(closure(stage)), stage

@@ -99,7 +99,7 @@ def test_search_commands_call_it_first(module, argv, monkeypatch, tmp_path):
         run(argv)
 
 
-@pytest.mark.parametrize("module", ["report_cmds", "data_cmds", "figure_cmds"])
+@pytest.mark.parametrize("module", ["report_cmds", "report_figure_cmds", "data_cmds", "figure_cmds"])
 def test_report_data_and_figures_cannot_reach_it(module):
     """The report (and the data and figure commands) keep glibc's defaults: their code does not reach the module."""
     assert "ctbench.runtime" not in closure(f"ctbench.cli.{module}")

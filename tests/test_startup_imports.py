@@ -50,6 +50,17 @@ def test_cli_and_torch_free_commands_import_without_torch():
     """)
 
 
+def test_the_reports_dataset_labels_need_no_torch():
+    """``ctbench report`` and ``report-figures`` read the data registry for plugins' labels: the registry loads no
+    torch (the synthetic and tabular loaders import the domain box's torch code only when they build a dataset)."""
+    out = _run("""
+        from ctbench.cli.report_figure_cmds import registered_labels
+        import ctbench.data
+        print(sorted(ctbench.data.available())[:1], registered_labels())
+    """)
+    assert out.strip().endswith("{}")
+
+
 def test_compare_runs_without_torch():
     out = _run("""
         from ctbench.cli import run

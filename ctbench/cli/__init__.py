@@ -3,7 +3,7 @@
 # Modules: train_cmds (train, generate), data_cmds (data ...), eval_cmds (evaluate, robustness, attribution),
 # grid_cmds (grid ..., tune select), figure_cmds (figure1, mnist-figures), study_cmds (fidelity-effect(s-merge),
 # consistency, prop31), bench_cmds (bench), report_cmds (report, appendix, compare, book, gallery,
-# stage-times). The only argparse in ctbench:
+# stage-times), report_figure_cmds (report-figures). The only argparse in ctbench:
 # the experiments (ctbench.experiments) and the report take plain arguments.
 
 from __future__ import annotations
@@ -13,7 +13,18 @@ import os
 import sys
 from pathlib import Path
 
-from . import bench_cmds, check_cmds, data_cmds, eval_cmds, figure_cmds, grid_cmds, report_cmds, study_cmds, train_cmds
+from . import (
+    bench_cmds,
+    check_cmds,
+    data_cmds,
+    eval_cmds,
+    figure_cmds,
+    grid_cmds,
+    report_cmds,
+    report_figure_cmds,
+    study_cmds,
+    train_cmds,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     study_cmds.add_cli(sub)
     bench_cmds.add_cli(sub)
     report_cmds.add_cli(sub)
+    report_figure_cmds.add_cli(sub)
     check_cmds.add_cli(sub)
     return p
 

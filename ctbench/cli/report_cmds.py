@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .report_figure_cmds import registered_labels
+
 
 def _config_json(text: str | None) -> dict | None:
     from ..errors import ConfigError
@@ -42,20 +44,6 @@ def check_sidecars(evaluations: list[str], models: list[str], tuned: list[str] =
             raise BadFileError(f"evaluation file {e}: its experiment is {experiment!r}, not one of "
                                f"{', '.join(EXPERIMENTS)}, so no table can use it; evaluate again with --experiment "
                                "single (or mutability, ablation)")
-
-
-def registered_labels() -> dict[str, str]:
-    """Name (and alias) → label of every registered dataset outside the paper's catalog whose loader gave a
-    ``label=`` (a plugin's, :func:`ctbench.data.register`): the report layer does not import the registry, so its
-    commands pass these in (:func:`ctbench.report.common.dataset_labels`); the paper's datasets keep their labels."""
-    from ..data.registry import available, label
-    from ..facts import DATASETS
-
-    out = {}
-    for name, info in available().items():
-        if name not in DATASETS and label(name) != name:
-            out.update(dict.fromkeys((name, *info.get("aliases", ())), label(name)))
-    return out
 
 
 def _cmd_report(args) -> int:
@@ -104,7 +92,7 @@ def _cmd_report(args) -> int:
     rewritten = {(out / f"verdicts{k}.{s}").resolve() for s in ("csv", "md") for k in judged} if args.claims else set()
     if args.claims and len(judged) > 1:  # the Table-1 cells per training seed (claims.cell_seeds)
         rewritten.add((out / "table1_seeds.csv").resolve())
-    kept, moved = sweep(out, made | rewritten, args.stages)
+    kept, moved = sweep(out, made | rewritten, args.stages, own=("report_figures",) if args.figures else ())
     if moved:
         print(f"ignored {len(moved)} file(s) not made by this run (a stage switched off, or an output no longer "
               f"written), moved to {stale_name(out)}: {', '.join(moved)}")
@@ -150,7 +138,11 @@ def _write_tables(args, out, published, versions, write_report, write_extras, wr
                                 sources=_data_sources(args.models or []), settings=settings))
     # appendix Tables 2, 4-6 and Figures 30-65 (composed here: report.appendix builds on report.tables)
     written.update(write_appendix(out, grids=args.grids or [], models=args.models or [],
-                                  tuned=args.tuned or []))
+                                  tuned=args.tuned or [], tuning_figures=False))
+    if args.figures:  # else the workflow's report_figures job (ctbench report-figures) draws them
+        from ..report.figures.report_figures import write_report_figures
+
+        written.update(write_report_figures(out, grids=args.grids or [], robustness=args.robustness or []))
     if args.lenet_eval:  # after Table 1 and the unconstrained-cost table: the MLP's cells go beside LeNet's
         from ..report.tables.lenet_table import write_lenet_table
 
@@ -339,6 +331,9 @@ def add_cli(sub) -> None:
                          "mnist_figures, prop31, fidelity_study; the workflow passes them): their files stay, every "
                          "other file this report did not write is moved to <out>.stale/. Default: keep every other "
                          "stage's files")
+    rp.add_argument("--no-figures", dest="figures", action="store_false",
+                    help="leave the figures that need no table (grids/, tuning/, robustness.png) to `ctbench "
+                         "report-figures` (the workflow runs it as a job of its own); their files in --out stay")
     rp.add_argument("--allow-mixed", dest="allow_mixed", action="store_true",
                     help="build a report whose inputs carry different code versions, marked mixed in "
                          "provenance.json and on the book's first page (default: refused, exit code 2)")

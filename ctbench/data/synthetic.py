@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from ..constraints import infer_domain
 from ..fidelity import Fidelity, resolve_fidelity
 from .base import Dataset, stratified_val_split
 from .registry import register
@@ -220,6 +219,9 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
         c = np.asarray(gen_params["centers"], dtype=np.float64)
         d = float(np.linalg.norm(c[1] - c[0]))
         meta["bayes_accuracy"] = 0.5 * (1 + math.erf(d / (2 * gen_params["cluster_std"]) / math.sqrt(2)))
+
+    # torch (through constraints) only once a dataset is built: reading the registry (the report's labels) loads none
+    from ..constraints import infer_domain
 
     return Dataset(
         name=name,

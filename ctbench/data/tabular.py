@@ -57,7 +57,6 @@ from typing import Any
 
 import numpy as np
 
-from ..constraints import infer_domain
 from ..fidelity import Fidelity, resolve_fidelity
 from . import files
 from .base import Dataset, stratified_val_split
@@ -170,6 +169,9 @@ def _build(spec: _Spec, *, fid: Fidelity, seed: int, raw_dir: Any, n_val: int, s
         meta["shuffle_rng"] = f"default_rng([{seed}, {SHUFFLE_STREAM}])"
     if spec.cats_substring is not None:
         meta["adult_substring_groups"] = fid.adult_substring_groups
+
+    # torch (through constraints) only once a dataset is built: reading the registry (the report's labels) loads none
+    from ..constraints import infer_domain
 
     return Dataset(
         name=spec.name,

@@ -39,6 +39,9 @@ STAGE_FILES: dict[str, tuple[str, ...]] = {
     "mnist_figures": ("mnist_*",),
     "prop31": ("prop31/*",),
     "fidelity_study": ("fidelity_effects.*",),
+    # the figures that need none of the report's tables (ctbench.report.figures.report_figures); `ctbench report`
+    # draws them itself unless --no-figures, and then owns them (``sweep(..., own=...)``)
+    "report_figures": ("grids/*", "tuning/*", "robustness.png", "robustness.pdf", "report_figures.json"),
 }
 #: a file without a recorded code version (a hand-made input) does not count towards mixing
 UNRECORDED = "unrecorded"
@@ -50,9 +53,11 @@ STAGE_OF_KIND: dict[str, str] = {
     "consistency": "study_cmds"}
 
 
-def stage_of(rel: str) -> str | None:
-    """The other stage (:data:`STAGE_FILES`) whose file ``rel`` (relative to the report folder) is, else None."""
-    return next((s for s, pats in STAGE_FILES.items() if any(fnmatch(rel, p) for p in pats)), None)
+def stage_of(rel: str, own: tuple[str, ...] = ()) -> str | None:
+    """The other stage (:data:`STAGE_FILES`, but those in ``own``) whose file ``rel`` (relative to the report folder)
+    is, else None."""
+    return next((s for s, pats in STAGE_FILES.items() if s not in own and any(fnmatch(rel, p) for p in pats)),
+                None)
 
 
 def stale_name(out: Path) -> Path:
@@ -60,30 +65,51 @@ def stale_name(out: Path) -> Path:
     return out.with_name(out.name + ".stale")
 
 
-def sweep(out: str | Path, written: set[Path], stages: list[str] | None) -> tuple[list[str], list[str]]:
+def sweep(out: str | Path, written: set[Path], stages: list[str] | None,
+          own: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
     """Move aside every file of ``out`` this run did not make; returns (this run's files, moved files), relative.
 
     ``written``: resolved paths written by this report. ``stages``: the other stages this run enables (their files
-    stay); None when unknown (a report run by hand): then every other stage's file stays."""
+    stay); None when unknown (a report run by hand): then every other stage's file stays. ``own``: stages of
+    :data:`STAGE_FILES` whose files this run writes itself (``report_figures`` when the report draws the figures):
+    theirs stay only if written now."""
     out = Path(out)
     unknown = sorted(set(stages or ()) - set(STAGE_FILES))
     if unknown:
         raise ValueError(f"report --stages: unknown stage(s) {unknown}; known: {sorted(STAGE_FILES)}")
+    return _move_aside(out, lambda rel, p: p.resolve() in written or (
+        (stage := stage_of(rel, own)) is not None and (stages is None or stage in stages)))
+
+
+def sweep_stage(out: str | Path, stage: str, written: set[Path]) -> list[str]:
+    """Move aside the files of ``stage`` (:data:`STAGE_FILES`) in report folder ``out`` that this run of the stage
+    did not write (``written``: resolved paths), e.g. the figures of a grid no longer run; returns them, relative.
+    The report's own files and the other stages' are left alone."""
+    out = Path(out)
+    patterns = STAGE_FILES[stage]
+    return _move_aside(out, lambda rel, p: p.resolve() in written or not any(fnmatch(rel, q) for q in patterns))[1]
+
+
+def _move_aside(out: Path, keep) -> tuple[list[str], list[str]]:
+    """Move every file of ``out`` for which ``keep(relative path, path)`` is false to ``<out>.stale/``, then remove
+    the folders that left empty (only those: another job may be writing into a folder it has just made); returns
+    (kept, moved), relative. Hidden files (a writer's temporary file, :func:`ctbench.io.atomic_write`, or a stage's
+    bookkeeping) are neither."""
     kept, moved = [], []
     for p in sorted(q for q in out.rglob("*") if q.is_file()):
         rel = p.relative_to(out).as_posix()
         if any(part.startswith(".") for part in Path(rel).parts):
-            continue  # a writer's temporary file (io.atomic_write), or a stage's hidden bookkeeping: not a result
-        stage = stage_of(rel)
-        if p.resolve() in written or (stage is not None and (stages is None or stage in stages)):
+            continue
+        if keep(rel, p):
             kept.append(rel)
             continue
         target = stale_name(out) / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(p), target)
         moved.append(rel)
-    for d in sorted((q for q in out.rglob("*") if q.is_dir()), key=lambda q: len(q.parts), reverse=True):
-        if not any(d.iterdir()):
+    emptied = {d for rel in moved for d in (out / rel).parents if d != out and out in d.parents}
+    for d in sorted(emptied, key=lambda q: len(q.parts), reverse=True):
+        if d.is_dir() and not any(d.iterdir()):
             d.rmdir()
     return kept, moved
 

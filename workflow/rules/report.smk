@@ -20,6 +20,36 @@ rule prop31:
         "ctbench prop31 {params.quick} --out {params.out} > {log} 2>&1"
 
 
+# The figures that need none of the report's tables (the grid searches', the tuning stage's, robustness), into the
+# report folder beside it: a job of its own, so the report job does not draw (issue 21) and a change of figure code
+# reruns only this one. Its output lists what it drew (report_figures.json); the book and the gallery read it.
+REPORT_FIGURES = bool(W.jobs("grid_chunk") or W.jobs("robustness"))
+
+
+rule report_figures:
+    input:
+        grids=expand(rules.grid_chunk.output[0], zip, **W.wildcards("grid_chunk")),
+        robustness=expand(rules.robustness.output[0], zip, **W.wildcards("robustness")),
+    output:
+        W.path("report_figures"),
+    params:
+        optional=lambda w, input: " ".join(
+            f"--{flag} {' '.join(files)}" for flag, files in (("grids", input.grids), ("robustness", input.robustness))
+            if files),
+        out=W.path("report"),
+        code=code("report_figure_cmds"),
+        cpu=f"{RES}/benchmarks/report_figures/report_figures.cpu.json",
+    benchmark:
+        f"{RES}/benchmarks/report_figures/report_figures.tsv"
+    log:
+        f"{RES}/logs/report_figures.log",
+    conda:
+        "../../envs/ctbench.yaml"
+    shell:
+        "{CPU_RECORD} {params.cpu:q} "
+        "ctbench report-figures {params.optional} --out {params.out} > {log} 2>&1"
+
+
 rule report:
     input:
         evals=expand(rules.evaluate.output[0], zip, **W.wildcards("evaluation")),
@@ -58,7 +88,10 @@ rule report:
             ("black_figure1", any(j["figure"] == "black_figure1" for j in W.jobs("figures"))),
             ("black_figure2", any(j["figure"] == "black_figure2" for j in W.jobs("figures"))),
             ("mnist_figures", any(j["figure"] == "mnist" for j in W.jobs("figures"))),
-            ("prop31", W.jobs("prop31")), ("fidelity_study", W.jobs("fidelity_effect"))) if on),
+            ("prop31", W.jobs("prop31")), ("fidelity_study", W.jobs("fidelity_effect")),
+            ("report_figures", REPORT_FIGURES)) if on),
+        # the figures that need no table are the report_figures job's (above)
+        figures="--no-figures",
         publish="--publish" if config.get("report", {}).get("publish", False) else "",
         # the report's aggregation switch (ctbench.report.settings): NaN IP* groups dropped (authors) or withheld
         nan_groups=config.get("report", {}).get("ip_star_nan_groups", "drop"),
@@ -75,13 +108,14 @@ rule report:
         "{CPU_RECORD} {params.cpu:q} "
         "ctbench report --eval {input.evals} --models {input.models} {params.optional} --claims {input.claims} "
         "--benchmarks {params.benchmarks} --profile {params.profile} --config-json {params.config_json:q} "
-        "--stages {params.stages} {params.publish} --ip-star-nan-groups {params.nan_groups} --out {params.out} "
+        "--stages {params.stages} {params.figures} {params.publish} --ip-star-nan-groups {params.nan_groups} --out {params.out} "
         "> {log} 2>&1"
 
 
 # What the book (and the report gallery) shows: the report, the figures with models of their own, the fidelity study.
 BOOK_INPUTS = [
     *rules.report.output,
+    *(rules.report_figures.output if REPORT_FIGURES else []),
     *(rules.figure1.output if any(j["figure"] == "figure1" for j in W.jobs("figures")) else []),
     *(rules.black_figure1.output if any(j["figure"] == "black_figure1" for j in W.jobs("figures")) else []),
     *(rules.black_figure2.output if any(j["figure"] == "black_figure2" for j in W.jobs("figures")) else []),

@@ -10,8 +10,8 @@ the July 2025 preprint) and the final hyper-parameters (its appendix Table 2), e
   sidecars: sizes, batch size, domain, τ, nce, λ_reg and the rest of the objective), the tuning stage's choice where
   ``best.json`` files are given, and the paper's Table 2 (``published/final_hyperparameters.csv``).
 * :func:`write_appendix` — both as CSV + Markdown in the report folder, and the tuning figures
-  (:mod:`..figures.tuning_figures`) under ``tuning/``; called by ``ctbench report``
-  (:func:`.paper_tables.write_extras`).
+  (:mod:`..figures.tuning_figures`) under ``tuning/`` unless told not to; called by ``ctbench report`` (without
+  the figures: :mod:`..figures.report_figures` draws them) and ``ctbench appendix``.
 """
 
 from __future__ import annotations
@@ -162,9 +162,11 @@ def final_hyperparameters_table(model_sidecars: Iterable[str | Path], tuned: Ite
 
 # --------------------------------------------------------------------------------------------------- write
 def write_appendix(out: str | Path, *, grids: Iterable[str | Path] = (), models: Iterable[str | Path] = (),
-                   tuned: Iterable[str | Path] = (), published_dir: str | Path | None = PUBLISHED_DIR
-                   ) -> dict[str, Any]:
-    """``grid_performance``, ``final_hyperparameters`` (CSV + MD) and ``tuning/*`` figures into ``out``."""
+                   tuned: Iterable[str | Path] = (), published_dir: str | Path | None = PUBLISHED_DIR,
+                   tuning_figures: bool = True) -> dict[str, Any]:
+    """``grid_performance``, ``final_hyperparameters`` (CSV + MD) and, with ``tuning_figures``, the ``tuning/*``
+    figures into ``out`` (``ctbench report`` passes False: it draws them with the others,
+    :func:`ctbench.report.figures.report_figures.write_report_figures`)."""
     from ..figures.tuning_figures import split_tuning, write_tuning_figures
 
     out = Path(out)
@@ -174,7 +176,7 @@ def write_appendix(out: str | Path, *, grids: Iterable[str | Path] = (), models:
     if grids:
         write_table(grid_performance(grids, pub / "grid_performance.csv" if pub else None), out,
                      "grid_performance", written)
-        tune_paths = split_tuning(grids)[1]
+        tune_paths = split_tuning(grids)[1] if tuning_figures else []
         if tune_paths:
             written["tuning"] = [str(p.relative_to(out)) for p in write_tuning_figures(tune_paths, out / "tuning")]
     models = list(models)

@@ -3,7 +3,8 @@
 Inputs are the tidy files written by ``ctbench evaluate | robustness | attribution`` (each row carries its
 ``experiment``: ``single`` = unconstrained models, ``mutability`` = models trained and evaluated with the protected
 features immutable, ``ablation`` = CT, CD, AR and BL). :func:`write_report` writes every table as CSV and Markdown
-and the robustness figure as PNG and PDF; a table whose experiment has not been run is left out, not faked.
+(the figures: :mod:`ctbench.report.figures.report_figures`); a table whose experiment has not been run is left out,
+not faked.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...errors import BadFileError
 from ...evaluation.aggregate import ablation_table, reduction_table, validity_table
 from ...facts import OBJECTIVE_LABELS, PAPER_ORDER
-from ...io import atomic_write_json, atomic_write_text, machine, provenance, read_csv_file
+from ...io import atomic_write_json, atomic_write_text, machine, provenance
 from ..common import dataset_label, paper_sorted
 from ..markdown import frame_to_markdown
 from ..settings import ReportSettings
@@ -27,20 +27,7 @@ from .compact import as_text
 from .relabel import dataset_rows, labelled
 from .table1 import PUBLISHED_DIR, agreement_counts, compare_versions, experiment_rows, pool_seeds
 from .table1 import table1 as table1_cells
-
-
-def read_frames(paths: Iterable[str | Path], what: str = "input", required: Iterable[str] = ()) -> pd.DataFrame:
-    """Concatenate tidy CSV outputs (``.csv`` or ``.csv.gz``); an empty list gives an empty frame. A missing,
-    truncated or foreign file (without the ``required`` columns) raises ``BadFileError`` naming it."""
-    frames = []
-    for p in paths:
-        df = read_csv_file(p, what)
-        missing = [c for c in required if c not in df.columns]
-        if missing:
-            raise BadFileError(f"{what} {p} lacks the column(s) {missing}: it is not an output of the command that "
-                               f"writes {what}s")
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+from .tidy_files import read_frames
 
 
 def table1(evals: pd.DataFrame | Mapping[str, pd.DataFrame], settings: ReportSettings | None = None) -> pd.DataFrame:
@@ -264,16 +251,6 @@ def with_published(ours: pd.DataFrame, published_csv: Path, keys: list[str], val
     return out
 
 
-def robustness_figure(robust: pd.DataFrame, path: Path) -> list[Path]:
-    """One panel per dataset, one colour per objective (CT, CD, AR, BL), FGSM solid and PGD dashed, mean over seeds."""
-    from ..figures.robustness_figures import plot_robustness
-
-    df = labelled(robust)
-    df["objective"] = df["objective"].map(OBJECTIVE_LABELS).fillna(df["objective"])
-    return plot_robustness(df, path, hue="objective", col="dataset", col_wrap=3,
-                           title="Accuracy under attack (mean over training seeds, band: min–max)")
-
-
 def write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any]) -> None:
     if df is None or df.empty:
         return
@@ -413,7 +390,6 @@ def write_report(out: str | Path, *, evaluations: Iterable[str | Path] = (), rob
         write_table(t2, out, "table2", written)
     if not robust.empty:
         write_table(robust, out, "robustness", written)
-        written["robustness_figure"] = [p.name for p in robustness_figure(robust, out / "robustness")]
     if benchmarks_dir is not None:
         from .stage_times import stage_times
 
@@ -470,7 +446,7 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
                  versions: dict[str, Any] | None = None,
                  sources: dict[str, tuple[str, str]] | None = None,
                  settings: ReportSettings | None = None) -> dict[str, Any]:
-    """Training times, tuning choices, grid figures and ``provenance.json`` for the book: versions, machine, the
+    """Training times, tuning choices, the grids' effects and ``provenance.json`` for the book: versions, machine, the
     resolved workflow config (``config``), the fidelity switches, and the code versions that produced the inputs
     (``versions``: :func:`ctbench.report.run_set.check_versions` of every input; by default from the evaluation and
     model sidecars), with counts and ``mixed``: a result set made over several code versions says so. ``sources``:
@@ -494,14 +470,10 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
                  **json.loads(Path(t).read_text())} for t in tuned]
         write_table(pd.DataFrame(rows), out, "tuning", written)
     grids = list(grids)
-    if grids:
-        from ..figures.grid_figures import write_grid_figures
-        from ..figures.tuning_figures import split_tuning
+    if grids:  # their figures: ctbench.report.figures.report_figures
         from .grid_tables import grid_effects
 
         write_table(grid_effects(grids), out, "grid_effects", written)
-        searches = split_tuning(grids)[0]  # the tuning grids get the paper's own figures (write_appendix)
-        written["grids"] = [str(p) for p in write_grid_figures(searches, out / "grids")] if searches else []
     from .extra_tables import dataset_table, redundancy_table
 
     write_table(redundancy_table(evaluations), out, "redundancy", written)
