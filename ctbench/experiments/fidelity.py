@@ -392,7 +392,8 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
             perf = performance(models, data.X_test, data.y_test, data.n_classes).set_index("model")
             accs.append(float(perf.loc["full", "accuracy"]))
             perfs.append(perf.reset_index().assign(seed=s).to_dict(orient="records"))
-        derived = (frames, accs, perfs)
+        if switch in DERIVED:  # kept for the next setting only where it is read off these rows
+            derived = (frames, accs, perfs)
         df = pd.concat(frames, ignore_index=True)
         values[setting] = _metrics(df, float(np.mean(accs)), dataset)
         settings_meta[setting] = {
