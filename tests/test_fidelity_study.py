@@ -298,3 +298,13 @@ def test_metrics_of_the_slim_frame_equal_the_recipes_on_the_whole_frame():
         assert (st["seed_lb"], st["seed_ub"], st["seed_values"]) == (sl["seed_lb"], sl["seed_ub"], sl["seed_values"])
     v = validity_table(df, avg_row=False)
     assert got["validity CT"][0] == v[v["objective"] == "full"]["validity"].iloc[0]
+
+
+def test_reference_eval_option_is_checked():
+    from ctbench.cli.study_cmds import _seed_paths
+
+    assert _seed_paths(["0=a.parquet", "3=b.parquet"]) == {0: "a.parquet", 3: "b.parquet"}
+    for bad, msg in ((["a.parquet"], "SEED=PATH"), (["x=a.parquet"], "SEED=PATH"), (["0="], "SEED=PATH"),
+                     (["0=a", "0=b"], "twice")):
+        with pytest.raises(SystemExit, match=msg):
+            _seed_paths(bad)
