@@ -20,7 +20,10 @@ for ``synthetic_mutability_zero_reg_adv``, ``mutability`` (τ = 0.5, protected f
 Every setting is measured on the same training seeds as Table 1 (``seeds``; the workflow passes the profile's), its
 values by Table 1's recipe over all (seed, run) pairs with the seed-level interval beside
 (:mod:`ctbench.evaluation.seeds`). Where the workflow has trained a model with exactly the config a setting needs, the
-study loads it (``reuse``), so the reference column is Table 1's own cell.
+study loads it (``reuse``), so the reference column is Table 1's own cell; where the workflow has also evaluated
+those models (``reference_evals``: Table 1's evaluation files), the reference setting is read from those files
+instead of searched again (:mod:`.fidelity_reference`, the same rows bit for bit; issue 21), and
+``ip_star_per_run``'s paper setting is read off the same rows (:data:`DERIVED`).
 
 Models are trained only where the switch can change them (``SwitchSpec.retrain``): an evaluation-only switch
 (``mmd_length_scale``, ``ip_star_per_run``, ``redraw_per_lambda``, ``adult_substring_groups`` — the Adult groups
