@@ -95,10 +95,29 @@ def job_command(job: str, W, scratch: Path, paper: Path) -> tuple[list[str], Pat
         out = out_dir / f"{job.replace(':', '_')}.csv"
         ref = Path(W.path("fidelity_effect", switch=switch, dataset=ds).replace(W.results, str(paper), 1))
         reuse = ["--reuse", *(f"{k}={v}" for k, v in j["reuse"].items())] if j["reuse"] else []
+        evals = j.get("reference_evals") or {}  # Table 1's evaluations, read by the study (branch fid-speed)
+        reuse += ["--reference-eval", *(f"{k}={v}" for k, v in evals.items())] if evals else []
         return (["fidelity-effect", "--switch", switch, "--dataset", ds, *(["--quick"] if j["quick"] else []),
                  "--seeds", *map(str, j["seeds"]), *reuse, "--fidelity-overrides",
                  json.dumps(j["fidelity_overrides"], sort_keys=True), "--out", str(out)], out, ref)
     raise ValueError(f"unknown job {job!r}")
+
+
+#: options newer than some trees: flag → the file of a tree that knows it (left out, with their values, for others)
+NEW_FLAGS = {"--reference-eval": "ctbench/cli/study_cmds.py"}
+
+
+def for_tree(args: list[str], tree: Path) -> list[str]:
+    """``args`` without the :data:`NEW_FLAGS` (and their values) that ``tree`` does not know (the old tree of a
+    pair that adds one: it runs the job as the committed run did)."""
+    out, skip = [], False
+    for a in args:
+        if a.startswith("--"):
+            f = NEW_FLAGS.get(a)
+            skip = f is not None and a not in (tree / f).read_text()
+        if not skip:
+            out.append(a)
+    return out
 
 
 def run(tree: Path, args: list[str], cwd: Path) -> tuple[float, float, float, float]:
@@ -210,7 +229,7 @@ def main() -> None:
         for label, tree in order[::-1] if a.new_first else order:
             args, out, ref = job_command(job, W, scratch / label, a.paper.resolve())
             load = os.getloadavg()[0]
-            cpu, sys_s, wall, rss = run(tree.resolve(), args, scratch)
+            cpu, sys_s, wall, rss = run(tree.resolve(), for_tree(args, tree.resolve()), scratch)
             res[label] = out
             rows.append({"job": job, "code": label, "cpu_s": round(cpu, 2), "sys_s": round(sys_s, 2),
                          "wall_s": round(wall, 2), "peak_rss_mb": round(rss), "load_1min": load,

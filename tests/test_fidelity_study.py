@@ -217,3 +217,94 @@ def test_training_switch_reuses_the_final_models_for_its_reference_setting(tmp_p
     cost = reduction_table(ev, "cost", kind="cost", avg_row=False)["reduction_pct"].iloc[0]
     z = pd.read_csv(tmp_path / "z.csv").set_index("metric")
     assert z.loc["Cost", "reference"] == pytest.approx(cost)
+
+
+def test_reference_setting_read_from_the_evaluation_equals_the_evaluated_one(tmp_path):
+    """Issue 21: the reference setting read from `ctbench evaluate`'s file of the reused final models (what the
+    workflow passes) gives the table bit for bit as evaluating it; a file of another protocol is not read (the
+    study evaluates and says why)."""
+    from ctbench.api import train_from_config
+    from ctbench.experiments import evaluation
+    from ctbench.paper_settings import model_config
+
+    sizes = {k: v for k, v in TINY.items() if k != "seed"}
+    paths = {}
+    for obj in ("full", "vanilla"):
+        m = train_from_config(model_config("lin_sep", "single", obj, 0, fidelity="reference", epochs=2))
+        paths[f"{obj}_s0"] = tmp_path / f"{obj}.pt"
+        m.save(paths[f"{obj}_s0"])
+    job = {"experiment": "single", "constrained": False,
+           "models": {"full": paths["full_s0"], "vanilla": paths["vanilla_s0"]}}
+    ev = tmp_path / "eval.parquet"
+    evaluation.write(evaluation.run({**job, "settings": {"n_runs": 2, "n_individuals": 12}}), ev)
+    other = tmp_path / "other.parquet"  # another protocol: 3 runs
+    evaluation.write(evaluation.run({**job, "settings": {"n_runs": 3, "n_individuals": 12}}), other)
+    evaluated = {}
+    for switch in ("ce_step_size", "mmd_length_scale"):  # CT retrained under the paper value; evaluation-only
+        fresh = run_effect(switch, "lin_sep", tmp_path / "a.csv", seeds=(0,), reuse=paths, **sizes)
+        read = run_effect(switch, "lin_sep", tmp_path / "b.csv", seeds=(0,), reuse=paths, reference_evals={0: ev},
+                          **sizes)
+        assert json.loads((tmp_path / "b.csv.json").read_text())["reference_evaluations"] == {"0": str(ev)}
+        evaluated[switch] = (tmp_path / "a.csv").read_bytes()
+        assert evaluated[switch] == (tmp_path / "b.csv").read_bytes()
+        pd.testing.assert_frame_equal(read, fresh, check_exact=True)
+    run_effect("mmd_length_scale", "lin_sep", tmp_path / "c.csv", seeds=(0,), reuse=paths,
+               reference_evals={0: other}, **sizes)
+    assert "protocol" in json.loads((tmp_path / "c.csv.json").read_text())["reference_evaluations"]["0"]
+    assert (tmp_path / "c.csv").read_bytes() == evaluated["mmd_length_scale"]
+    # models that are not the reused ones (no reuse: trained here) are evaluated whatever file is given
+    run_effect("mmd_length_scale", "lin_sep", tmp_path / "d.csv", seeds=(0,), reference_evals={0: ev}, **sizes)
+    assert "not the final models" in json.loads((tmp_path / "d.csv.json").read_text())["reference_evaluations"]["0"]
+
+
+def test_ip_star_per_run_paper_setting_derived_equals_evaluated(tmp_path, monkeypatch):
+    """Issue 21: ip_star_per_run's paper setting taken from the reference rows (the other IP* column) gives the
+    table bit for bit as searching again under the pooled protocol."""
+    from ctbench.experiments import fidelity
+
+    derived = run_effect("ip_star_per_run", "lin_sep", tmp_path / "a.csv", **TINY)
+    side = json.loads((tmp_path / "a.csv.json").read_text())
+    assert side["settings"]["paper"]["derived_from"] == "reference"
+    monkeypatch.setattr(fidelity, "DERIVED", {})  # the old path: the paper setting searched again
+    searched = run_effect("ip_star_per_run", "lin_sep", tmp_path / "b.csv", **TINY)
+    assert "derived_from" not in json.loads((tmp_path / "b.csv.json").read_text())["settings"]["paper"]
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    pd.testing.assert_frame_equal(derived, searched, check_exact=True)
+    assert derived.set_index("metric").loc["IP*", "delta"] != 0
+
+
+def test_metrics_of_the_slim_frame_equal_the_recipes_on_the_whole_frame():
+    """Issue 21: _metrics hands the recipes only the columns they read; the values and statistics are bitwise those
+    of Table 1's recipes (reduction_table over pooled seeds, seed_level, validity_table) on the whole frame."""
+    from ctbench.evaluation.aggregate import reduction_table, validity_table
+    from ctbench.evaluation.seeds import pool_seeds, seed_level
+    from ctbench.experiments.fidelity import _metrics
+
+    rng = np.random.default_rng(3)
+    n = 2 * 3 * 4 * 5 * 6  # objective × seed × run × λ × individual
+    grid = np.array(np.meshgrid(["full", "vanilla"], [0, 1, 2], range(4), [0.1, 1.0, 5.0, 10.0, 0.5], range(6),
+                                indexing="ij"), dtype=object).reshape(5, -1)
+    df = pd.DataFrame({"dataset": "lin_sep", "model": grid[0], "objective": grid[0], "seed": grid[1].astype(int),
+                       "run": grid[2].astype(int), "lambda_energy": grid[3].astype(float),
+                       "individual": grid[4].astype(int), "valid": rng.random(n) < 0.8, "ip": rng.random(n),
+                       "ip_star": np.where(rng.random(n) < 0.05, np.nan, rng.random(n)), "cost": rng.random(n),
+                       "p_target": rng.random(n), "redundancy": rng.random(n)})
+    got = _metrics(df, 0.5, "lin_sep")
+    for metric, col in (("IP", "ip"), ("IP*", "ip_star"), ("Cost", "cost")):
+        t = reduction_table(pool_seeds(df), col, kind=col, avg_row=False).iloc[0]
+        sl = seed_level(df, col, kind=col).iloc[0]
+        value, st = got[metric]
+        assert np.isfinite(value) and value == t["reduction_pct"] and st["pm"] == t["pm"]
+        assert (st["seed_lb"], st["seed_ub"], st["seed_values"]) == (sl["seed_lb"], sl["seed_ub"], sl["seed_values"])
+    v = validity_table(df, avg_row=False)
+    assert got["validity CT"][0] == v[v["objective"] == "full"]["validity"].iloc[0]
+
+
+def test_reference_eval_option_is_checked():
+    from ctbench.cli.study_cmds import _seed_paths
+
+    assert _seed_paths(["0=a.parquet", "3=b.parquet"]) == {0: "a.parquet", 3: "b.parquet"}
+    for bad, msg in ((["a.parquet"], "SEED=PATH"), (["x=a.parquet"], "SEED=PATH"), (["0="], "SEED=PATH"),
+                     (["0=a", "0=b"], "twice")):
+        with pytest.raises(SystemExit, match=msg):
+            _seed_paths(bad)

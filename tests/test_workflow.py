@@ -140,6 +140,17 @@ def test_fidelity_study_uses_the_profiles_seeds_and_reuses_its_final_models():
     # the single experiment's CT is not trained by this profile: only the shared baseline can be reused
     assert next(j for j in alone if j["switch"] == "mmd_length_scale" and j["dataset"] == "lin_sep")["reuse"] == {
         "vanilla_s3": "results/paper/models/baseline/lin_sep/vanilla_s3.pt"}
+    # Table 1's evaluation of exactly the reused models is the reference setting (read, issue 21): per seed, the
+    # evaluation job of the switch's experiment; none where the final CT is not this profile's
+    assert job["reference_evals"] == {str(s): f"results/paper/eval/single/lin_sep_s{s}.parquet" for s in w.seeds}
+    for s, path in job["reference_evals"].items():
+        ev = w.job("evaluation", {"experiment": "single", "dataset": "lin_sep", "seed": s})
+        assert ev["models"] == {o: job["reuse"][f"{o}_s{s}"] for o in ("full", "vanilla")}
+        assert path == w.path("evaluation", experiment="single", dataset="lin_sep", seed=s)
+    assert w.job("fidelity_effect", {"switch": "synthetic_mutability_zero_reg_adv", "dataset": "over"})[
+        "reference_evals"]["1"] == "results/paper/eval/mutability/over_s1.parquet"
+    assert all(j["reference_evals"] == ({"3": f"results/paper/eval/mutability/{j['dataset']}_s3.parquet"}
+                                        if j["switch"] == "synthetic_mutability_zero_reg_adv" else {}) for j in alone)
 
 
 # --------------------------------------------------------------------------------------------------- Snakemake report

@@ -22,13 +22,28 @@ def _cmd_effect(args) -> int:
     overrides = json_object(args.fidelity_overrides, "--fidelity-overrides")
     df = run_effect(args.switch, args.dataset, seed=args.seed, epochs=args.epochs, n_runs=args.n_runs,
                     n_individuals=args.n_individuals, quick=args.quick, seeds=args.seeds,
-                    reuse=dict(parse_models(args.reuse)) if args.reuse else None, fidelity_overrides=overrides)
+                    reuse=dict(parse_models(args.reuse)) if args.reuse else None, fidelity_overrides=overrides,
+                    reference_evals=_seed_paths(args.reference_eval or []))
     write(df, args.out)
     with pd.option_context("display.width", 120):
         print(df[REQUIRED].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if df["note"].astype(str).str.startswith("skipped").any():
         print(df["note"].iloc[0])
     return 0
+
+
+def _seed_paths(specs: list[str]) -> dict[int, str]:
+    """``["0=a.parquet"]`` → ``{0: "a.parquet"}`` (``--reference-eval``)."""
+    out: dict[int, str] = {}
+    for spec in specs:
+        seed, sep, path = spec.partition("=")
+        if not sep or not seed.strip().lstrip("-").isdigit() or not path:
+            raise SystemExit(f"fidelity-effect: --reference-eval {spec!r}: give SEED=PATH, e.g. "
+                             "0=eval/single/lin_sep_s0.parquet")
+        if int(seed) in out:
+            raise SystemExit(f"fidelity-effect: --reference-eval: seed {int(seed)} given twice")
+        out[int(seed)] = path
+    return out
 
 
 def _cmd_merge(args) -> int:
@@ -124,6 +139,10 @@ def add_cli(subparsers) -> None:
     e.add_argument("--reuse", nargs="+", metavar="OBJECTIVE_sSEED=PATH",
                    help="saved models to use where their config is the one the study would train (e.g. "
                         "full_s0=results/paper/models/single/lin_sep/full_s0.pt)")
+    e.add_argument("--reference-eval", dest="reference_eval", nargs="+", metavar="SEED=PATH",
+                   help="the `ctbench evaluate` file of the reused final models of a training seed (Table 1's): "
+                        "the reference setting of that seed is read from it where it evaluated exactly those models "
+                        "under the study's protocol and fidelity (the same rows), else evaluated")
     e.add_argument("--fidelity-overrides", dest="fidelity_overrides", metavar="JSON",
                    help="the run's other fidelity switches, kept in both settings (JSON, e.g. "
                         "'{\"blob_centers\": \"calibrated\"}')")

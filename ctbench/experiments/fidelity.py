@@ -20,7 +20,10 @@ for ``synthetic_mutability_zero_reg_adv``, ``mutability`` (τ = 0.5, protected f
 Every setting is measured on the same training seeds as Table 1 (``seeds``; the workflow passes the profile's), its
 values by Table 1's recipe over all (seed, run) pairs with the seed-level interval beside
 (:mod:`ctbench.evaluation.seeds`). Where the workflow has trained a model with exactly the config a setting needs, the
-study loads it (``reuse``), so the reference column is Table 1's own cell.
+study loads it (``reuse``), so the reference column is Table 1's own cell; where the workflow has also evaluated
+those models (``reference_evals``: Table 1's evaluation files), the reference setting is read from those files
+instead of searched again (:mod:`.fidelity_reference`, the same rows bit for bit; issue 21), and
+``ip_star_per_run``'s paper setting is read off the same rows (:data:`DERIVED`).
 
 Models are trained only where the switch can change them (``SwitchSpec.retrain``): an evaluation-only switch
 (``mmd_length_scale``, ``ip_star_per_run``, ``redraw_per_lambda``, ``adult_substring_groups`` — the Adult groups
@@ -49,6 +52,7 @@ import pandas as pd
 
 from ..facts import EVALUATION
 from ..io import atomic_write_text, provenance, write_frame
+from .fidelity_reference import derive_ip_star_per_run, read_reference
 from .fidelity_switches import SWITCHES, SwitchSpec, default_plan
 
 __all__ = ["COLUMNS", "METRICS", "SWITCHES", "SwitchSpec", "default_plan", "jobs", "merge_effects", "run", "run_effect",
@@ -63,6 +67,9 @@ STAT_COLUMNS = [f"{c}_{s}" for s in ("reference", "paper")
 COLUMNS = REQUIRED + STAT_COLUMNS + ["reference_setting", "paper_setting", "experiment", "epochs", "n_runs",
                                      "n_individuals", "n_seeds", "seeds", "note"]
 METRICS = ("IP", "IP*", "Cost", "validity CT", "accuracy CT")
+#: switches whose paper setting is read off the reference setting's rows (same models, same search; issue 21):
+#: switch → (reference frame, paper value) → the paper setting's frame
+DERIVED = {"ip_star_per_run": lambda frame, value: derive_ip_star_per_run(frame, bool(value))}
 #: sizes of ``quick`` runs (smoke tests of the workflow)
 QUICK = {"epochs": 10, "n_runs": 10, "n_individuals": 50}
 
@@ -100,9 +107,12 @@ def _reduction(df: pd.DataFrame, column: str, dataset: str) -> tuple[float, dict
 
 def _metrics(df: pd.DataFrame, accuracy_ct: float, dataset: str) -> dict[str, tuple[float, dict[str, Any]]]:
     """metric → (value, statistics) for one setting's evaluation over all training seeds (statistics only for the
-    reductions)."""
-    from ..evaluation.aggregate import validity_table
+    reductions). The recipes copy and filter the frame per metric and seed, so they get only the columns they read
+    (half their CPU on the paper's frames; the same rows in the same order, so the same values)."""
+    from ..evaluation.aggregate import COLS, validity_table
 
+    read = (COLS.dataset, COLS.run, COLS.lam, COLS.objective, COLS.valid, "seed", "ip", "ip_star", "cost")
+    df = df[[c for c in read if c in df.columns]]
     out = {"IP": _reduction(df, "ip", dataset), "IP*": _reduction(df, "ip_star", dataset),
            "Cost": _reduction(df, "cost", dataset)}
     v = validity_table(df, avg_row=False)
@@ -171,7 +181,9 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     ``datasets``. ``seeds``: ``fidelity_study.seeds``, or null = the profile's seeds, so each switch's effect carries
     the same seed-level uncertainty as Table 1. ``reuse`` (``<objective>_s<seed>`` → path): the final models of the
     switch's experiment that this profile trains; the study loads one only where its config is exactly the one it
-    would train. ``fidelity_overrides``: the run's, which the study keeps for every switch but the one it varies."""
+    would train. ``fidelity_overrides``: the run's, which the study keeps for every switch but the one it varies.
+    ``reference_evals`` (seed → file): the profile's evaluation of exactly those final models, which the study reads
+    for its reference setting (:func:`_reference_evals`)."""
     from .final_training import members, model_path
 
     study = config.get("fidelity_study") or {}
@@ -187,7 +199,26 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
         reuse = {f"{o}_s{s}": p for s in seeds for o in ("full", "vanilla")
                  if (p := model_path(config, SWITCHES[sw].experiment, ds, o, s)) in finals}
         out.append({"switch": sw, "dataset": ds, "seeds": seeds, "quick": bool(study.get("quick", False)),
-                    "reuse": reuse, "fidelity_overrides": dict(config.get("fidelity_overrides") or {})})
+                    "reuse": reuse, "fidelity_overrides": dict(config.get("fidelity_overrides") or {}),
+                    "reference_evals": _reference_evals(config, SWITCHES[sw].experiment, ds, seeds, reuse)})
+    return out
+
+
+def _reference_evals(config: dict[str, Any], experiment: str, dataset: str, seeds: list[int],
+                     reuse: dict[str, str]) -> dict[str, str]:
+    """Training seed → the workflow's evaluation file of exactly the reused final CT and BL of that seed (Table 1's
+    evaluation, :mod:`.fidelity_reference`); seeds without one are evaluated by the study."""
+    from ..facts import path as result_path
+    from .evaluation import jobs as evaluation_jobs
+
+    evals = {(j["experiment"], j["dataset"], j["seed"]): j for j in evaluation_jobs(config)
+             if j["dataset"] == dataset and j["experiment"] == experiment}
+    out = {}
+    for s in seeds:
+        j = evals.get((experiment, dataset, s))
+        if j and j["models"] == {o: reuse.get(f"{o}_s{s}") for o in ("full", "vanilla")}:
+            out[str(s)] = result_path("evaluation", str(config["results"]).rstrip("/"), experiment=experiment,
+                                      dataset=dataset, seed=s)
     return out
 
 
@@ -204,7 +235,8 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
                lambdas: tuple[float, ...] | None = None, progress: bool = False,
                seeds: tuple[int, ...] | list[int] | None = None,
                reuse: dict[str, str | Path] | None = None,
-               fidelity_overrides: dict[str, Any] | None = None) -> pd.DataFrame:
+               fidelity_overrides: dict[str, Any] | None = None,
+               reference_evals: dict[int, str | Path] | None = None) -> pd.DataFrame:
     """Measure the effect of flipping ``switch`` from its reference to its paper value on ``dataset``.
 
     The study runs in the reference mode with the run's ``fidelity_overrides`` (the workflow passes its own) for every
@@ -220,7 +252,11 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
     says which were reused). ``dataset`` None takes the switch's first default dataset. ``epochs`` default: the
     paper's 100 (``quick``: 10); ``n_runs`` default :data:`ctbench.facts.EVALUATION`'s (``quick``: 10);
     ``n_individuals`` default: the family's (``FAMILY_FACTS``; ``quick``: 50); ``lambdas`` default: the paper's
-    test-time λ_egy (``EVALUATION``).
+    test-time λ_egy (``EVALUATION``). ``reference_evals`` (training seed → ``ctbench evaluate`` file; the workflow
+    passes Table 1's): the reference setting of that seed is read from the file instead of evaluated, where its
+    models are the reused final models and the file is their evaluation under this protocol and fidelity
+    (:mod:`.fidelity_reference`; the same rows, bit for bit); the sidecar's ``reference_evaluations`` says per seed
+    which file was read or why it was not.
     Returns the table (one row per metric of :data:`METRICS`; ``attrs["meta"]``: the sidecar), written to
     ``out_csv`` and ``out_csv.json`` when given. A real
     dataset whose files are missing gives rows of NaN with a ``note`` saying why (the run is skipped, not failed).
@@ -298,6 +334,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
                 plan[(setting, name, s)] = key
     keys = list(configs)
     by_key, reused = _reuse_models(configs, reuse or {})
+    reused_keys = set(by_key)
     t0 = time.perf_counter()
     todo = [k for k in keys if k not in by_key]
     trained = train_population_from_configs({str(keys.index(k)): configs[k] for k in todo}, progress=progress) \
@@ -312,6 +349,9 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
 
     values: dict[str, dict[str, tuple[float, dict[str, Any]]]] = {}
     settings_meta: dict[str, Any] = {}
+    reference_evals = {int(k): v for k, v in (reference_evals or {}).items()}
+    read_from: dict[str, str] = {}  # training seed → the evaluation file read, or why it was not
+    derived: tuple[list, list, list] = ([], [], [])  # the last setting's (frames, accuracies, performance)
     for setting, value in spec.values().items():
         fid_over = {**base, switch: value} if spec.kind == "fidelity" else dict(base)
         proto_over = {switch: value} if spec.kind == "protocol" else {}
@@ -320,7 +360,12 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
         protocol = replace(protocol_base, **proto_over)
         frames, accs, perfs = [], [], []
         t0 = time.perf_counter()
-        for s in seeds:
+        from_rows = setting == "paper" and spec.retrain == "none" and switch in DERIVED and bool(derived[0])
+        if from_rows:
+            # the same models and search; only what is read off the rows differs (e.g. the IP* column chosen)
+            ref_frames, accs, perfs = derived
+            frames = [DERIVED[switch](f, value) for f in ref_frames]
+        for s in seeds if not from_rows else ():
             # named as in the workflow's evaluation ("full", "vanilla"): the protocol keys its draws by model name,
             # so an evaluation-only switch's reference value is the Table-1 value of the same models
             models = {obj: by_key[plan[(setting, name, s)]] for name, obj in (("CT", "full"), ("BL", "vanilla"))}
@@ -329,6 +374,18 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
                 if train_data is not data and not all(np.array_equal(getattr(train_data, a), getattr(data, a))
                                                       for a in ("X_train", "y_train", "X_test", "y_test")):
                     raise RuntimeError(f"{switch}: a reused model was trained on other data than it is evaluated on")
+            read = None
+            if setting == "reference" and s in reference_evals:  # Table 1's own evaluation of these models
+                from_final = all(plan[(setting, name, s)] in reused_keys for name in ("CT", "BL"))
+                read = read_reference(reference_evals[s], models, protocol, fid, dataset) if from_final else \
+                    f"{reference_evals[s]}: the reference models of seed {s} are not the final models it evaluated"
+                read_from[str(s)] = read if isinstance(read, str) else str(reference_evals[s])
+            if isinstance(read, tuple):
+                df, records = read
+                frames.append(df.assign(seed=s))
+                accs.append(float(next(r["accuracy"] for r in records if r["model"] == "full")))
+                perfs.append([{**r, "seed": s} for r in records])
+                continue
             # constrained: every model under the dataset's protected features, as `ctbench evaluate --constrained`
             df = evaluate_counterfactuals(models, data.X_test, data.y_test, protocol, fid, n_classes=data.n_classes,
                                           categorical_groups=data.categorical_groups, dataset=dataset,
@@ -338,13 +395,16 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
             perf = performance(models, data.X_test, data.y_test, data.n_classes).set_index("model")
             accs.append(float(perf.loc["full", "accuracy"]))
             perfs.append(perf.reset_index().assign(seed=s).to_dict(orient="records"))
+        if switch in DERIVED:  # kept for the next setting only where it is read off these rows
+            derived = (frames, accs, perfs)
         df = pd.concat(frames, ignore_index=True)
         values[setting] = _metrics(df, float(np.mean(accs)), dataset)
         settings_meta[setting] = {
             "value": value, "fidelity": fid.to_dict(), "protocol": protocol.to_dict(),
             "models": {f"{name}_s{s}": keys.index(plan[(setting, name, s)]) for s in seeds for name in ("CT", "BL")},
             "performance": perfs, "eval_seconds": time.perf_counter() - t0, "n_rows": len(df),
-            "share_valid": df.groupby("model")["valid"].mean().to_dict()}
+            "share_valid": df.groupby("model")["valid"].mean().to_dict(),
+            **({"derived_from": "reference"} if from_rows else {})}
     if spec.retrain == "none":
         notes.append("evaluation-only switch: the same CT and BL models are evaluated under both settings")
     elif spec.retrain == "ct":
@@ -358,6 +418,7 @@ def run_effect(switch: str, dataset: str | None, out_csv: str | Path | None = No
                 models=[{"config": configs[k], "acc_test": by_key[k].meta.get("acc_test"),
                          "notes": by_key[k].meta.get("notes")} for k in keys],
                 n_models_trained=len(keys) - len(reused), reused=reused, train_seconds=train_seconds,
+                reference_evaluations=read_from,
                 seconds=time.perf_counter() - t_start,
                 provenance=provenance())
     return _done(out, side, out_csv)

@@ -94,6 +94,8 @@ rule fidelity_effect:
         # the final models this effect may reuse (made by train_final): those of this profile whose config is the
         # study's (per switch)
         reuse=from_job("fidelity_effect", "reuse", *MAIN_MODELS, *ABLATION_MODELS),
+        # Table 1's evaluation of exactly those final models: the study's reference setting, read (issue 21)
+        evals=from_job("fidelity_effect", "reference_evals", rules.evaluate.output),
     output:
         W.pattern("fidelity_effect"),
     params:
@@ -102,6 +104,8 @@ rule fidelity_effect:
         seeds=lambda w: W.job("fidelity_effect", w)["seeds"],
         reuse=lambda w: ["--reuse", *(f"{k}={v}" for k, v in r.items())] if (
             r := W.job("fidelity_effect", w)["reuse"]) else [],
+        evals=lambda w: ["--reference-eval", *(f"{k}={v}" for k, v in r.items())] if (
+            r := W.job("fidelity_effect", w)["reference_evals"]) else [],
         # the run's fidelity overrides: the study keeps them for every switch but the one it varies
         overrides=lambda w: json.dumps(W.job("fidelity_effect", w)["fidelity_overrides"], sort_keys=True),
         code=code("study_cmds"),
@@ -119,7 +123,7 @@ rule fidelity_effect:
     shell:
         "{CPU_RECORD} {params.cpu:q} "
         "ctbench fidelity-effect --switch {wildcards.switch} --dataset {wildcards.dataset} {params.quick} "
-        "--seeds {params.seeds} {params.reuse:q} --fidelity-overrides {params.overrides:q} --out {output} "
+        "--seeds {params.seeds} {params.reuse:q} {params.evals:q} --fidelity-overrides {params.overrides:q} --out {output} "
         "> {log} 2>&1"
 
 
