@@ -9,11 +9,12 @@ Sources of the expected values (each printed by Julia; the jldoctests are run by
   ``Xoshiro(123)``.
 * ``stdlib/Random/src/normal.jl``, ``randn`` docstring: ``randn(Xoshiro(123), Float32)`` then
   ``randn(rng, ComplexF32, (2, 3))``.
-* The bulk path (``randn!`` of 7+ Float64 on a Xoshiro: SIMD fill + ``_randn``) has no doctest; it is checked against
-  the authors' own output: ``paper/figures/poc.svg`` of JuliaTrustworthyAI/CounterfactualTraining.jl (commit
-  d81a36b1, made with Julia 1.11.3 from LS data: ``LinearlySeparable(n_train=500)``, i.e. the first 1 100 rows of
-  ``randperm(Xoshiro(2025), 100000)`` over TaijaData's 100 000 points; the scatter has no axes, so the map from data
-  to SVG pixels is the per-axis affine fit of the matched points).
+* The bulk path (``randn!`` of 7+ Float64 on a Xoshiro: SIMD fill + ``_randn``) and the ziggurat's rejection branch
+  have no doctest; they are checked against the authors' own output: ``paper/figures/poc.svg`` of
+  JuliaTrustworthyAI/CounterfactualTraining.jl (commit d81a36b1, made with Julia 1.11.3 from LS data:
+  ``LinearlySeparable(n_train=500)``, i.e. the first 1 100 rows of ``randperm(Xoshiro(2025), 100000)`` over
+  TaijaData's 100 000 points, all 1 100 reproduced; the scatter has no axes, so the map from data to SVG pixels is
+  the per-axis affine fit of the matched points).
 """
 
 from __future__ import annotations
@@ -85,18 +86,23 @@ def test_randn_small_and_bulk_paths_differ_from_seven_on():
 
 
 #: (svg cx, cy, row among the first 1 100 of randperm(Xoshiro(2025), 100000)) of poc.svg's first panel: blue
-#: (label 1) circles 1-4 and orange (label 2) circles 1-3 and the last, in the figure's drawing order.
+#: (label 1) circles 1-4, orange (label 2) circles 1-3 and the last, in the figure's drawing order; then rows whose
+#: normal needed a ziggurat rejection: wedge tests at entries 46 654, 133 583, 49 970, 27 076 of the 200 000 normals
+#: (rows 546, 607, 1009, 1041) and the tail at entry 54 800 (row 770).
 POC_SVG_POINTS = [(731.83, 650.925, 2), (784.173, 714.987, 3), (785.326, 734.023, 5), (703.206, 716.937, 7),
                   (465.382, 268.522, 101), (438.719, 306.829, 103), (339.129, 274.477, 104),
-                  (330.853, 235.289, 1099)]
-#: Per-axis affine map data → SVG pixels, fitted to the 1 083 of 1 100 points that coincide (residual ≤ 0.0006 px).
+                  (330.853, 235.289, 1099),
+                  (768.014, 736.618, 546), (881.308, 711.684, 607), (790.699, 768.984, 1009), (762.87, 718.405, 1041),
+                  (241.186, 394.837, 770)]
+#: Per-axis affine map data → SVG pixels, fitted to the matched points (all 1 100; residual ≤ 0.0008 px).
 POC_SVG_MAP = (99.74703008750704, 533.595278568529, -92.37981073324201, 662.0423639264593)
 
 
 def test_bulk_path_reproduces_the_authors_ls_points():
     """TaijaData's LS points (make_blobs with Xoshiro(42): 200 000 normals by the SIMD bulk path, then the row
     shuffle) and CTExperiments' row pick (randperm(Xoshiro(2025))) land on the authors' plotted points to the SVG's
-    rounding (3 decimals); one draw off anywhere before them would move them by pixels."""
+    rounding (3 decimals), rejection draws included; one draw off anywhere before them would move them by pixels
+    (with the tail's −log(u) of older normal.jl, instead of −log1p(−u), 17 of the 1 100 points move, row 770 first)."""
     X, y, _ = julia_make_blobs(100_000, 2, centers=2, cluster_std=0.5)
     rows = julia_randperm(2025, 100_000)[:1100]
     Xs, ys = X[rows].astype(np.float32).astype(np.float64), y[rows]

@@ -10,8 +10,11 @@ rng=Xoshiro(42))`` (MLJBase 0.21.14, Julia 1.11.5), then ``randperm(Xoshiro(2025
   one step per entry with the same conversion (``_bits2float``).
 * ``randn(rng)``: the ziggurat of ``normal.jl``: ``r = rand(rng, UInt52Raw())`` is ``u >>> 12`` for Xoshiro (its
   *upper* 52 bits), sign = lowest bit of ``r``, ``rabs = r >> 1``, layer ``rabs & 0xFF``, ``x = ±rabs·wi[layer]``;
-  accept if ``rabs < ki[layer]``, else ``randn_unlikely`` (tail beyond ``ziggurat_nor_r`` with two ``log(rand())``
-  draws per try, or the wedge test with one ``rand()``, else a fresh ``randn``).
+  accept if ``rabs < ki[layer]``, else ``randn_unlikely``: the wedge test with one ``rand()`` (else a fresh
+  ``randn``), or in layer 0 the tail beyond ``ziggurat_nor_r``, two uniforms per try entering as ``−log1p(−u)``.
+  (The ``normal.jl`` versions read here write ``−log(rand(rng))``; the Julia that made the reference's data used
+  ``1 − u``, which only the authors' figure below decides: with ``−log(u)`` 17 of its 1 100 points move. Whether
+  that Julia wrote ``log1p(−u)`` or ``log(1 − u)`` changes at most the last bit.)
 * ``randn(rng, n, p)`` → ``randn!`` on a ``Matrix{Float64}``: under 7 entries scalar draws; from 7 on
   ``rand!(rng, UnsafeView{UInt64})`` first (for 64 bytes or more ``xoshiro_bulk_simd``: 8 lanes forked from the
   stream by ``forkRand``, stepping together, written interleaved), then ``_randn(rng, u >>> 12)`` per entry in
@@ -21,13 +24,10 @@ rng=Xoshiro(42))`` (MLJBase 0.21.14, Julia 1.11.5), then ``randperm(Xoshiro(2025
   ``mask + 1``.
 
 Checked (``tests/test_julia_rng.py``) against values Julia printed: seeding and raw steps, ``rand``, ``randperm``,
-``shuffle``, ``randcycle`` and scalar ``randn`` against the stdlib's doctests; the bulk ``randn!`` path and the whole
-LS pipeline against the authors' own figure of LS points (``paper/figures/poc.svg``, Julia 1.11.3): 1 083 of its
-1 100 points coincide with this replay to the SVG's rounding. The other 17 are points with a coordinate that took
-``randn_unlikely`` (36 of the 1 100 did; 19 match): the parent-stream draws of the rejections drift from Julia's by a
-few positions in places (by up to 8 near entry 46 654; exact over the 1 300 rejections from entry 46 654 to 133 583
-when restarted at Julia's position), for a reason not found. So about 1.5 % of the normals (those that need a
-rejection draw) are not Julia's; every other draw is.
+``shuffle``, ``randcycle`` and scalar ``randn`` against the stdlib's doctests; the bulk ``randn!`` path, the
+rejection branch and the whole LS pipeline against the authors' own figure of LS points
+(``paper/figures/poc.svg`` of CounterfactualTraining.jl, Julia 1.11.3): all 1 100 of its points coincide with this
+replay to the SVG's rounding, the 36 whose normals needed a rejection included.
 """
 
 from __future__ import annotations
@@ -161,8 +161,8 @@ class Xoshiro:
         """``randn_unlikely(rng, idx, rabs, x)``: the tail (layer 0) or the wedge test, else a fresh ``randn``."""
         if idx == 0:
             while True:
-                xx = -ZIGGURAT_NOR_INV_R * math.log(self.rand())
-                yy = -math.log(self.rand())
+                xx = -ZIGGURAT_NOR_INV_R * math.log1p(-self.rand())
+                yy = -math.log1p(-self.rand())
                 if yy + yy > xx * xx:
                     return -ZIGGURAT_NOR_R - xx if (rabs >> 8) & 1 else ZIGGURAT_NOR_R + xx
         if (FI[idx - 1] - FI[idx]) * self.rand() + FI[idx] < math.exp(-0.5 * x * x):

@@ -17,8 +17,8 @@ calibrated to the paper's accuracies (``calibrated``).
 The reference's individual LS/OL points can be replayed too: the loader parameter ``blob_points = "julia"`` (default
 ``"numpy"``, the stream above) rebuilds them from Julia's own streams (:mod:`ctbench.data.julia_rng`: ``make_blobs``
 with ``Xoshiro(seed)``, rows picked by ``randperm(Xoshiro(shuffle_seed), n_draws)``): the reference's rows and
-points, but for the ~1.5 % of points whose normal draw needed a ziggurat rejection (not all of those are replayed
-exactly; see :mod:`ctbench.data.julia_rng`), and the validation split (Julia's global RNG) stays ours.
+points up to Float32 rounding (checked against the authors' own plot of them); only the validation split (Julia's
+global RNG) stays ours.
 """
 
 from __future__ import annotations
