@@ -13,6 +13,12 @@ One draw of the reference *can* be replayed: the two blob centres of LS and OL. 
 ``MLJBase.make_blobs(n, 2; centers=2, rng=Xoshiro(42))``, whose first four draws are the centres
 (:func:`julia_blob_centers`); the fidelity switch ``blob_centers`` picks them (``reference``) or the symmetric centres
 calibrated to the paper's accuracies (``calibrated``).
+
+The reference's individual LS/OL points can be replayed too: the loader parameter ``blob_points = "julia"`` (default
+``"numpy"``, the stream above) rebuilds them from Julia's own streams (:mod:`ctbench.data.julia_rng`: ``make_blobs``
+with ``Xoshiro(seed)``, rows picked by ``randperm(Xoshiro(shuffle_seed), n_draws)``): the reference's rows and
+points up to Float32 rounding (checked against the authors' own plot of them); only the validation split (Julia's
+global RNG) stays ours.
 """
 
 from __future__ import annotations
@@ -25,10 +31,15 @@ import numpy as np
 
 from ..fidelity import Fidelity, resolve_fidelity
 from .base import Dataset, stratified_val_split
+from .julia_rng import julia_make_blobs, julia_randperm
 from .registry import register
 
 #: Second entropy word of the validation-split RNG ``default_rng([seed, VAL_SPLIT_STREAM])``.
 VAL_SPLIT_STREAM = 1
+
+#: Values of the LS/OL loader parameter ``blob_points``: ``numpy`` (numpy's streams, the default) or ``julia`` (the
+#: reference's own points, replayed from Julia 1.11's streams by :mod:`ctbench.data.julia_rng`).
+BLOB_POINTS = ("numpy", "julia")
 
 #: Blob centres (class 0, class 1) calibrated to the paper's accuracies (reference §6.1, "Note on the blob
 #: centres"): the fidelity switch ``blob_centers = "calibrated"``. Distance d = 4√2 ≈ 5.66 gives Bayes accuracy
@@ -85,7 +96,10 @@ def julia_blob_centers(seed: int = 42, n_centers: int = 2, p: int = 2,
         s2 ^= t
         s3 = rotl(s3, 45)
     a, b = float(box[0]), float(box[1])
-    u = [d * 2.0 ** -52 for d in draws]  # column-major: entry (i, j) is draw j·n_centers + i
+    # Column-major: entry (i, j) is draw j·n_centers + i. Kept as it made the committed results: Julia 1.11's small
+    # bulk fill converts with (u >>> 11)·2⁻⁵³ (checked against its Xoshiro doctest in tests/test_julia_rng.py), so
+    # these centres can differ from Julia's in the last bit (≤ 2·10⁻¹⁵); blob_points="julia" uses Julia's exact ones.
+    u = [d * 2.0 ** -52 for d in draws]
     return [[(b - a) * u[j * n_centers + i] + a for j in range(p)] for i in range(n_centers)]
 
 
@@ -171,10 +185,21 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
 def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dict[str, Any], *,
            fidelity: Any, seed: int, shuffle_seed: int, n_draws: int, n_train: int, n_val: int,
            n_test: int | None) -> Dataset:
+    replayable = generator is make_blobs and defaults.get("centers", "") is None  # LS and OL
+    params = dict(params)
+    blob_points = params.pop("blob_points", "numpy") if replayable else "numpy"
     unknown = sorted(set(params) - set(defaults))
     if unknown:
-        raise ValueError(f"dataset {name!r}: unknown parameter(s) {unknown}; known: {sorted(defaults)}")
+        known = sorted([*defaults, "blob_points"] if replayable else defaults)
+        raise ValueError(f"dataset {name!r}: unknown parameter(s) {unknown}; known: {known}")
     fid = resolve_fidelity(fidelity)
+    if blob_points not in BLOB_POINTS:
+        raise ValueError(f"dataset {name!r}: blob_points must be one of {list(BLOB_POINTS)}, got {blob_points!r}")
+    julia = blob_points == "julia"
+    if julia and ("centers" in params or fid.blob_centers != "reference"):
+        raise ValueError(f"dataset {name!r}: blob_points='julia' replays the reference's whole stream, centres "
+                         "included; it cannot be combined with given centers or blob_centers="
+                         f"{fid.blob_centers!r} (use blob_centers='reference')")
     gen_params = {**defaults, **params}
     if gen_params.get("centers", "") is None:  # LS and OL: the centres the fidelity switch picks
         gen_params["centers"] = BLOB_CENTERS_REFERENCE if fid.blob_centers == "reference" else BLOB_CENTERS_2D
@@ -196,8 +221,16 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
             "train/val and test rows would overlap"
         )
 
-    X, y = generator(np.random.default_rng(seed), n_draws, **gen_params)
-    perm = np.random.default_rng(shuffle_seed).permutation(n_draws)
+    if julia:  # the reference's points: Julia's make_blobs with Xoshiro(seed), rows by randperm(Xoshiro(shuffle_seed))
+        for key, value in (("seed", seed), ("shuffle_seed", shuffle_seed)):
+            _check_int(key, value, 0)
+        X, y, gen_params["centers"] = julia_make_blobs(n_draws, 2, centers=2, cluster_std=gen_params["cluster_std"],
+                                                       seed=int(seed))
+        y = y - 1  # Julia's labels 1, 2 → classes 0, 1 (CE.jl one-hot encodes the sorted levels)
+        perm = julia_randperm(int(shuffle_seed), n_draws)
+    else:
+        X, y = generator(np.random.default_rng(seed), n_draws, **gen_params)
+        perm = np.random.default_rng(shuffle_seed).permutation(n_draws)
     tv, te = perm[:n_tv], perm[n_draws - n_test:]
     X_tv, y_tv = X[tv].astype(np.float32), y[tv]
     tr, va = stratified_val_split(y_tv, n_val, np.random.default_rng([seed, VAL_SPLIT_STREAM]))
@@ -216,6 +249,10 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
     if generator is make_blobs:
         if defaults.get("centers", "") is None:
             meta["blob_centers"] = "given" if "centers" in params else fid.blob_centers
+        if julia:  # recorded only when set, so the default's meta (and every file holding it) stays as it was
+            meta["blob_points"] = "julia"
+            meta["rng"] = (f"Julia 1.11 MLJBase.make_blobs(rng=Xoshiro({seed})), "
+                           f"randperm(Xoshiro({shuffle_seed}), {n_draws}) (ctbench.data.julia_rng)")
         c = np.asarray(gen_params["centers"], dtype=np.float64)
         d = float(np.linalg.norm(c[1] - c[0]))
         meta["bayes_accuracy"] = 0.5 * (1 + math.erf(d / (2 * gen_params["cluster_std"]) / math.sqrt(2)))
