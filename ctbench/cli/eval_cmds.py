@@ -82,7 +82,7 @@ def _cmd_each(args) -> int:
     import json
 
     from ..errors import UserInputError
-    from . import check_out_is_not_an_input
+    from .out_check import check_out_is_not_an_input
 
     try:
         jobs = json.loads(args.jobs)
