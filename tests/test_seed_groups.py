@@ -170,3 +170,50 @@ def test_dry_run_groups_the_seeds_of_datasets_trained_at_once(tmp_path):
         assert count["robustness_seeds"] == 1
     if SMOKE["attribution"]["enabled"]:
         assert count["attribution_seeds"] == 1
+
+
+TINY = {
+    "profile": "tiny", "results": "res", "datasets": ["lin_sep"], "seeds": [0, 1],
+    "experiments": ["single", "mutability"],
+    "data_params": {"lin_sep": {"n_draws": 1000, "n_train": 100, "n_val": 40, "n_test": 40}},
+    "training": {"epochs": 1}, "training_overrides": {"training.nce": 10},
+    "evaluation": {"n_runs": 1, "lambdas": [1.0], "n_individuals": {"synthetic": 3, "tabular": 3, "vision": 3},
+                   "seed": 0, "group_seeds": True},
+    "robustness": {"enabled": True}, "attribution": {"enabled": True, "rounds": 1, "samples": 10, "steps": 2},
+    "grids": {"enabled": False}, "tune": {"enabled": False}, "prop31": {"enabled": False},
+    "figures": {"enabled": False}, "fidelity_study": {"enabled": False}, "consistency": {"enabled": False},
+    "book": {"enabled": False}, "retrain": {"enabled": False},
+}
+
+
+@pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed next to this Python")
+def test_grouped_rules_run_write_the_per_seed_rules_files_and_rerun_on_a_setting(tmp_path):
+    """A real tiny run with the switch on and one with it off: the same evaluation, robustness and attribution
+    files (the grouped jobs are the per-seed jobs); then a changed setting reruns the group, nothing else."""
+    for name in ("Snakefile", "workflow", "envs", "claims.yaml"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "PATH": os.pathsep.join([str(SNAKEMAKE.parent), os.environ.get("PATH", "")]), "OMP_NUM_THREADS": "1"}
+    files = ["eval/single/lin_sep_s0.parquet", "eval/single/lin_sep_s1.parquet", "robustness/lin_sep_s1.csv",
+             "attribution/lin_sep_s0.csv"]
+
+    def snakemake(results, group, *extra, lambdas=(1.0,)):
+        evaluation = {**TINY["evaluation"], "group_seeds": group, "lambdas": list(lambdas)}
+        (tmp_path / f"{results}.yaml").write_text(yaml.safe_dump({**TINY, "results": results,
+                                                                  "evaluation": evaluation}))
+        p = subprocess.run([str(SNAKEMAKE), *[f"{results}/{f}" for f in files], *extra, "--cores", "1",
+                            "--configfile", f"{results}.yaml"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=900)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        return Counter(m.group(1) for m in re.finditer(r"^(?:local)?rule (\w+):$", p.stdout + p.stderr, re.M))
+
+    grouped, plain = snakemake("res", True), snakemake("res2", False)
+    assert grouped == {"data": 1, "train_final": 1, "evaluate_seeds": 1, "robustness_seeds": 1,
+                       "attribution_seeds": 1}
+    assert plain == {"data": 1, "train_final": 1, "evaluate": 2, "robustness": 1, "attribution": 1}
+    for f in files:
+        pd.testing.assert_frame_equal(_frame(tmp_path / "res" / f), _frame(tmp_path / "res2" / f), check_exact=True)
+    assert (tmp_path / "res/benchmarks/evaluate_seeds/single_lin_sep.cpu.json").is_file()
+    # a changed evaluation setting reruns the evaluation group only (its params hold every member's job)
+    assert snakemake("res", True, "-n", lambdas=(0.5,)) == {"evaluate_seeds": 1}
