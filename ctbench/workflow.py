@@ -84,6 +84,18 @@ def _lenet(planner: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
     return plan
 
 
+def _seed_groups(kind: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    """The per-seed jobs of a plan grouped per dataset (:mod:`ctbench.experiments.seed_groups`; no command imports
+    it)."""
+
+    def plan(config: dict[str, Any]) -> list[dict[str, Any]]:
+        from .experiments.seed_groups import GROUPED, groups
+
+        return groups(kind, config, PLANS[GROUPED[kind][0]][0](config))
+
+    return plan
+
+
 #: job kind → (planner, the wildcards that name one job). A kind that is a result template of
 #: :data:`ctbench.facts.PATHS` has that template's fields as wildcards.
 PLANS: dict[str, tuple[Callable[[dict[str, Any]], list[dict[str, Any]]], tuple[str, ...]]] = {
@@ -103,6 +115,10 @@ PLANS: dict[str, tuple[Callable[[dict[str, Any]], list[dict[str, Any]]], tuple[s
     "retrain_evaluation": (_retrain("evaluation_jobs"), ("experiment", "dataset", "seed")),
     "lenet": (_lenet("jobs"), ("dataset", "objective", "seed")),
     "lenet_evaluation": (_lenet("evaluation_jobs"), ("experiment", "dataset", "seed")),
+    "evaluation_group": (_seed_groups("evaluation_group"), ("experiment", "dataset")),
+    "retrain_evaluation_group": (_seed_groups("retrain_evaluation_group"), ("experiment", "dataset")),
+    "robustness_group": (_seed_groups("robustness_group"), ("dataset",)),
+    "attribution_group": (_seed_groups("attribution_group"), ("dataset",)),
 }
 
 
@@ -221,6 +237,17 @@ class Workflow:
 
         split = per_seed_datasets(self.config)
         return [d for d in self.datasets if (d in split) == per_seed]
+
+    def seed_groups(self, kind: str) -> tuple[list[str], list[str], list[int]]:
+        """For a per-seed plan (``evaluation``, ``retrain_evaluation``, ``robustness``, ``attribution``): the datasets
+        it runs one job per seed, those it runs as one job per dataset (``evaluation.group_seeds``), and the seeds of
+        such a job (:mod:`ctbench.experiments.seed_groups`)."""
+        from .experiments.seed_groups import grouped_datasets, seeds_of
+
+        grouped = grouped_datasets(self.config, kind)
+        planned = list(dict.fromkeys(j["dataset"] for j in self.jobs(kind)))
+        return ([d for d in planned if d not in grouped], [d for d in planned if d in grouped],
+                seeds_of(self.jobs(f"{kind}_group")))
 
     def retrain_members(self) -> dict[str, list]:
         """``folder``, ``objective``, ``seed`` of every retrained model of one dataset (parallel lists, as

@@ -81,3 +81,21 @@ def test_report_reader_gives_the_frame_of_read_evaluations(tmp_path, experiments
     with pytest.raises(BadFileError, match="lacks the column"):
         read_report_evaluations([paths[0], write(_frame().drop(columns="model"), tmp_path / "m.parquet")], cols,
                                 experiments)
+
+
+def test_float32_column_conversion_is_the_plain_one_bit_for_bit():
+    """The Parquet writer's float32 → float64 (the CSV text's value) converts each distinct value once: the same bits
+    as converting every element, −0.0, NaN, ±inf, subnormals and repeated values included."""
+    from ctbench.evaluation.files import float32_as_csv_float64
+
+    rng = np.random.default_rng(3)
+    special = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1e-45, -1e-45, 3.4028235e38, 0.1, 1 / 3],
+                       dtype=np.float32)
+    a = np.concatenate([rng.random(5000).astype(np.float32), np.round(rng.random(5000), 2).astype(np.float32),
+                        special, rng.standard_normal(100).astype(np.float32) * 1e-30])
+    rng.shuffle(a)
+    plain = a.astype(str).astype(np.float64)
+    new = float32_as_csv_float64(a)
+    assert new.dtype == np.float64 and new.shape == a.shape
+    assert np.array_equal(new.view(np.uint64), plain.view(np.uint64))
+    assert float32_as_csv_float64(np.zeros(0, dtype=np.float32)).shape == (0,)

@@ -93,3 +93,16 @@ def test_evaluation_metrics_still_importable_from_the_package():
     from ctbench.evaluation import implausibility, metrics
 
     assert implausibility is metrics.implausibility and evaluation.ip_star is metrics.ip_star
+
+
+def test_each_checks_its_jobs_without_torch():
+    """``ctbench each`` parses and checks every job before the first one runs, and that needs no torch: a bad job
+    list is refused in the start-up alone (the jobs themselves import torch when they run)."""
+    out = _run("""
+        import sys
+        from ctbench.cli import run
+        rc = run(["each", "evaluate", "--jobs", '[["--model", "CT=m.pt", "--experiment", "single", "--out", "a.csv"],'
+                  ' ["--model", "CT=m.pt", "--experiment", "single", "--out", "a.csv"]]'])
+        print(rc, "torch" in sys.modules)
+    """)
+    assert out.split() == ["2", "False"]

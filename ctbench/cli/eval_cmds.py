@@ -69,8 +69,46 @@ def _cmd_attribution(args) -> int:
     return 0
 
 
+#: the commands ``ctbench each`` runs
+EACH = ("evaluate", "robustness", "attribution")
+
+
+def _cmd_each(args) -> int:
+    """Several jobs of one command in this process, one after another (issue 21: the workflow's small evaluation
+    jobs of one dataset, each as its own ``ctbench COMMAND ...`` would run it, without a process start-up each).
+    Every job's arguments are parsed and checked before the first one runs; the first failing job's exit code ends
+    the run."""
+    import argparse
+    import json
+
+    from ..errors import UserInputError
+    from .out_check import check_out_is_not_an_input
+
+    try:
+        jobs = json.loads(args.jobs)
+    except json.JSONDecodeError as err:
+        raise UserInputError(f"--jobs: not JSON ({err}); give a list of argument lists, e.g. "
+                             '[["--model", "CT=a.pt", "--out", "a.csv"]]') from None
+    if not isinstance(jobs, list) or not jobs or not all(
+            isinstance(j, list) and j and all(isinstance(a, str) for a in j) for j in jobs):
+        raise UserInputError(f"--jobs: {args.jobs[:200]!r} is not a non-empty list of non-empty lists of strings")
+    parser = argparse.ArgumentParser(prog="ctbench")
+    add_cli(parser.add_subparsers(dest="command", required=True))
+    parsed = [parser.parse_args([args.each, *j]) for j in jobs]
+    outs = [p.out for p in parsed]
+    if len(set(outs)) != len(outs):
+        raise UserInputError(f"--jobs: two jobs write the same --out ({sorted(o for o in outs if outs.count(o) > 1)})")
+    for p in parsed:
+        check_out_is_not_an_input(p)
+    for p in parsed:
+        rc = p.func(p)
+        if rc:
+            return rc
+    return 0
+
+
 def add_cli(sub) -> None:
-    """Register ``evaluate``, ``robustness`` and ``attribution``."""
+    """Register ``evaluate``, ``robustness``, ``attribution`` and ``each``."""
     e = sub.add_parser("evaluate", help="the paper's counterfactual evaluation of saved models (one dataset)")
     e.add_argument("--model", action="extend", nargs="+", required=True, metavar="NAME=PATH",
                    help="a saved model, e.g. CT=results/ct.pt (repeat for each model)")
@@ -100,3 +138,10 @@ def add_cli(sub) -> None:
     a.add_argument("--experiment", default="")
     a.add_argument("--out", required=True)
     a.set_defaults(func=_cmd_attribution)
+
+    m = sub.add_parser("each", help="several evaluate, robustness or attribution jobs in one process, in order")
+    m.add_argument("each", choices=EACH, metavar="COMMAND", help=f"one of {', '.join(EACH)}")
+    m.add_argument("--jobs", required=True, metavar="JSON",
+                   help='the jobs\' arguments (after COMMAND), a JSON list of lists, e.g. [["--model", "CT=a.pt", '
+                        '"--experiment", "single", "--out", "a.parquet"], ...]')
+    m.set_defaults(func=_cmd_each)

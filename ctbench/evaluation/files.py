@@ -12,6 +12,15 @@ import pandas as pd
 from ..io import atomic_write_json, atomic_write_text
 
 
+def float32_as_csv_float64(a: np.ndarray) -> np.ndarray:
+    """``a.astype(str).astype(np.float64)`` (the float64 that a float32's shortest text reads back as), converting
+    each distinct bit pattern once (issue 21: 250,000 probabilities of a synthetic evaluation hold ≈ 5,000 values;
+    0.17 → 0.02 CPU-s). Distinct by bits, so −0.0 and 0.0, and NaN payloads, are kept apart as in the plain form."""
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    bits, inverse = np.unique(a.view(np.uint32), return_inverse=True)
+    return bits.view(np.float32).astype(str).astype(np.float64)[inverse.reshape(a.shape)]
+
+
 def write_frame(df: pd.DataFrame, out: str | Path) -> Path:
     """``out`` and its ``.json`` sidecar (``df.attrs["meta"]``), each atomically. ``out`` is CSV (``.csv``;
     ``.csv.gz`` compressed) or Parquet (``.parquet``: typed columns, the text columns dictionary-encoded, zstd; the
@@ -29,7 +38,7 @@ def write_frame(df: pd.DataFrame, out: str | Path) -> Path:
         # file and a CSV file of one frame give the same numbers
         f32 = [c for c in df.columns if df[c].dtype == np.float32]
         if f32:
-            df = df.assign(**{c: df[c].to_numpy().astype(str).astype(np.float64) for c in f32})
+            df = df.assign(**{c: float32_as_csv_float64(df[c].to_numpy()) for c in f32})
         table = pa.Table.from_pandas(df, preserve_index=False)
         table = table.replace_schema_metadata(None)
         buf = io.BytesIO()

@@ -59,3 +59,41 @@ def model_args(kind):
 # samples and under-counts (~20%). Rules whose command code does not change in a regeneration (data, figure1,
 # black_figure1/2) keep Snakemake's record only, so that adding this reran none of them.
 CPU_RECORD = "python -m ctbench.cpu_record"
+
+
+# Small evaluation jobs grouped per dataset (evaluation.group_seeds, ctbench.experiments.seed_groups): the per-seed
+# rule (evaluate, retrain_evaluate, robustness, attribution) keeps the datasets that stay one job per seed, and its
+# *_seeds rule runs each other dataset's per-seed jobs, unchanged, in one process (`ctbench each COMMAND`).
+def only(datasets, grouped):
+    """A wildcard constraint for a per-seed rule: ``datasets`` where some are grouped, else any dataset."""
+    if not grouped:
+        return r"[a-z0-9_]+"
+    return "|".join(re.escape(d) for d in datasets) or "(?!)"
+
+
+def evaluate_argv(j, out):
+    """``ctbench evaluate``'s arguments of one evaluation job (as the per-seed rules' shell writes them)."""
+    return (["--model", *[f"{n}={p}" for n, p in j["models"].items()]]
+            + (["--constrained"] if j["constrained"] else [])
+            + [a for k, v in j["settings"].items() for a in ("--set", f"{k}={json.dumps(v)}")]
+            + ["--experiment", j["experiment"], "--out", out, "--quiet"])
+
+
+def robustness_argv(j, out):
+    """``ctbench robustness``'s arguments of one robustness job (as the robustness rule's shell writes them)."""
+    return ["--model", *[f"{n}={p}" for n, p in j["models"].items()], "--seed", str(j["seed"]), "--experiment",
+            j["experiment"], "--out", out]
+
+
+def attribution_argv(j, out):
+    """``ctbench attribution``'s arguments of one attribution job (as the attribution rule's shell writes them)."""
+    return ["--model", *[f"{n}={p}" for n, p in j["models"].items()],
+            *[a for k, flag in (("n_rounds", "--rounds"), ("n_samples", "--samples"), ("steps", "--steps"))
+              for a in (flag, str(j[k]))], "--seed", str(j["seed"]), "--experiment", "mutability", "--out", out]
+
+
+def each_jobs(kind, argv, path_kind, fields):
+    """A params function: the arguments of every member of a grouped job (``ctbench each --jobs``), as JSON; each
+    member writes result file ``path_kind`` named by its ``fields``."""
+    return lambda w: json.dumps([argv(m, W.path(path_kind, **{f: m[f] for f in fields}))
+                                 for m in W.job(kind, w)["members"]])

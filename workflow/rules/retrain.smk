@@ -43,11 +43,15 @@ if W.jobs("retrain_final"):
             "{CPU_RECORD} {params.cpu:q} "
             "ctbench train {params.args:q} --set threads={threads} --quiet > {log} 2>&1"
 
+    RT_SEEDS, RT_GROUPED, RT_GROUP_SEEDS = W.seed_groups("retrain_evaluation")
+
     rule retrain_evaluate:
         input:
             models=from_job("retrain_evaluation", "models", rules.retrain_train.output),
         output:
             W.pattern("retrain_evaluation"),
+        wildcard_constraints:
+            dataset=only(RT_SEEDS, RT_GROUPED),
         params:
             job=job("retrain_evaluation"),
             models=model_args("retrain_evaluation"),
@@ -70,6 +74,37 @@ if W.jobs("retrain_final"):
             "OMP_NUM_THREADS={threads} {CPU_RECORD} {params.cpu:q} "
             "ctbench evaluate --model {params.models:q} {params.args:q} "
             "--experiment {wildcards.experiment} --out {output} --quiet > {log} 2>&1"
+
+    if RT_GROUPED:
+
+        # with evaluation.group_seeds: one process per experiment and dataset evaluates its retrained seeds
+        rule retrain_evaluate_seeds:
+            input:
+                models=from_job("retrain_evaluation_group", "models", rules.retrain_train.output),
+            output:
+                expand(W.pattern("retrain_evaluation", experiment="{{experiment}}", dataset="{{dataset}}"),
+                       seed=RT_GROUP_SEEDS),
+            wildcard_constraints:
+                dataset=one_of(RT_GROUPED),
+            params:
+                job=job("retrain_evaluation_group"),
+                jobs=each_jobs("retrain_evaluation_group", evaluate_argv, "retrain_evaluation",
+                               ("experiment", "dataset", "seed")),
+                code=code("eval_cmds"),
+                cpu=f"{RES}/benchmarks/retrain_evaluate_seeds/{{experiment}}_{{dataset}}.cpu.json",
+            threads: config.get("threads_per_job", 1)
+            resources:
+                mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
+                runtime=lambda w: W.runtime_min(w.dataset, "evaluate") * len(RT_GROUP_SEEDS),
+            benchmark:
+                f"{RES}/benchmarks/retrain_evaluate_seeds/{{experiment}}_{{dataset}}.tsv"
+            log:
+                f"{RES}/logs/retrain_evaluate_seeds/{{experiment}}_{{dataset}}.log",
+            conda:
+                "../../envs/ctbench.yaml"
+            shell:
+                "OMP_NUM_THREADS={threads} {CPU_RECORD} {params.cpu:q} "
+                "ctbench each evaluate --jobs {params.jobs:q} > {log} 2>&1"
 
 
 # The retrained models' evaluations: inputs of the report (which runs after them, so its stage times count them).
