@@ -173,14 +173,21 @@ def test_blob_points_julia_builds_the_reference_splits(name, std):
     assert "Xoshiro(42)" in d.meta["rng"] and "Xoshiro(2025)" in d.meta["rng"]
 
 
-def test_blob_points_default_leaves_the_numpy_data_untouched():
+def test_blob_points_default_is_the_reference_points_where_the_reference_centres_are():
+    """The published numbers were made on Julia's points: they are the default with the reference centres; numpy's
+    stream is the default with calibrated (the ``paper`` preset) or given centres, and can be asked for by name."""
     d = load_dataset("lin_sep")
-    assert "blob_points" not in d.meta and "rng" not in d.meta
-    same = load_dataset("lin_sep", blob_points="numpy")
-    np.testing.assert_array_equal(d.X_train, same.X_train)
-    assert d.meta == same.meta
     julia = load_dataset("lin_sep", blob_points="julia")
-    assert not np.array_equal(d.X_test, julia.X_test)
+    np.testing.assert_array_equal(d.X_test, julia.X_test)
+    assert d.meta == julia.meta and d.meta["blob_points"] == "julia"
+    numpy = load_dataset("lin_sep", blob_points="numpy")
+    assert numpy.meta["blob_points"] == "numpy" and "rng" not in numpy.meta
+    assert not np.array_equal(d.X_test, numpy.X_test)
+    cal = load_dataset("over", fidelity="paper")
+    assert cal.meta["blob_centers"] == "calibrated" and cal.meta["blob_points"] == "numpy"
+    given = load_dataset("lin_sep", centers=[[0.0, 0.0], [3.0, 3.0]])
+    assert given.meta["blob_centers"] == "given" and given.meta["blob_points"] == "numpy"
+    assert "blob_points" not in load_dataset("moons").meta
 
 
 def test_blob_points_bad_values_are_refused():

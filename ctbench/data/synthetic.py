@@ -14,11 +14,12 @@ One draw of the reference *can* be replayed: the two blob centres of LS and OL. 
 (:func:`julia_blob_centers`); the fidelity switch ``blob_centers`` picks them (``reference``) or the symmetric centres
 calibrated to the paper's accuracies (``calibrated``).
 
-The reference's individual LS/OL points can be replayed too: the loader parameter ``blob_points = "julia"`` (default
-``"numpy"``, the stream above) rebuilds them from Julia's own streams (:mod:`ctbench.data.julia_rng`: ``make_blobs``
-with ``Xoshiro(seed)``, rows picked by ``randperm(Xoshiro(shuffle_seed), n_draws)``): the reference's rows and
-points up to Float32 rounding (checked against the authors' own plot of them); only the validation split (Julia's
-global RNG) stays ours.
+The reference's individual LS/OL points are replayed too: the loader parameter ``blob_points = "julia"`` rebuilds
+them from Julia's own streams (:mod:`ctbench.data.julia_rng`: ``make_blobs`` with ``Xoshiro(seed)``, rows picked by
+``randperm(Xoshiro(shuffle_seed), n_draws)``): the reference's rows and points up to Float32 rounding (checked
+against the authors' own plot of them); only the validation split (Julia's global RNG) stays ours. It is the default
+wherever the reference centres are (``blob_centers = "reference"``, no given ``centers``), as the published numbers
+were made on these points; ``"numpy"`` (the stream above) is the default otherwise and can be asked for by name.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ from .registry import register
 #: Second entropy word of the validation-split RNG ``default_rng([seed, VAL_SPLIT_STREAM])``.
 VAL_SPLIT_STREAM = 1
 
-#: Values of the LS/OL loader parameter ``blob_points``: ``numpy`` (numpy's streams, the default) or ``julia`` (the
-#: reference's own points, replayed from Julia 1.11's streams by :mod:`ctbench.data.julia_rng`).
+#: Values of the LS/OL loader parameter ``blob_points``: ``julia`` (the reference's own points, replayed from Julia
+#: 1.11's streams by :mod:`ctbench.data.julia_rng`; the default with the reference centres) or ``numpy`` (numpy's
+#: streams around the chosen centres; the default with calibrated or given centres).
 BLOB_POINTS = ("numpy", "julia")
 
 #: Blob centres (class 0, class 1) calibrated to the paper's accuracies (reference §6.1, "Note on the blob
@@ -56,7 +58,7 @@ def julia_blob_centers(seed: int = 42, n_centers: int = 2, p: int = 2,
 
     Julia's ``Xoshiro(seed)`` is Xoshiro256++ seeded with the SHA-256 digest of the seed's little-endian 32-bit
     words; ``rand(rng, n_centers, p)`` fills the matrix in column-major order, one ``UInt64`` per entry, as
-    ``(u >>> 12)·2⁻⁵² `` (the bulk fill's conversion; the scalar ``(u >>> 11)·2⁻⁵³`` differs in the last bit only).
+    ``(u >>> 11)·2⁻⁵³`` (Julia 1.11's small fill; checked against its Xoshiro doctest in tests/test_julia_rng.py).
     Only arrays under 64 bytes (fewer than 8 entries) are filled one draw after the other; larger ones take Julia's
     SIMD bulk path with interleaved streams, which this function does not replay, so it refuses them.
 
@@ -87,7 +89,7 @@ def julia_blob_centers(seed: int = 42, n_centers: int = 2, p: int = 2,
     s0, s1, s2, s3 = struct.unpack("<4Q", digest)
     draws = []
     for _ in range(n_centers * p):
-        draws.append(((rotl((s0 + s3) & mask, 23) + s0) & mask) >> 12)
+        draws.append(((rotl((s0 + s3) & mask, 23) + s0) & mask) >> 11)
         t = (s1 << 17) & mask
         s2 ^= s0
         s3 ^= s1
@@ -96,10 +98,9 @@ def julia_blob_centers(seed: int = 42, n_centers: int = 2, p: int = 2,
         s2 ^= t
         s3 = rotl(s3, 45)
     a, b = float(box[0]), float(box[1])
-    # Column-major: entry (i, j) is draw j·n_centers + i. Kept as it made the committed results: Julia 1.11's small
-    # bulk fill converts with (u >>> 11)·2⁻⁵³ (checked against its Xoshiro doctest in tests/test_julia_rng.py), so
-    # these centres can differ from Julia's in the last bit (≤ 2·10⁻¹⁵); blob_points="julia" uses Julia's exact ones.
-    u = [d * 2.0 ** -52 for d in draws]
+    # Column-major: entry (i, j) is draw j·n_centers + i. (Up to 2026-11-27 the conversion was (u >>> 12)·2⁻⁵², which
+    # differs from Julia's in the last bit, ≤ 4·10⁻¹⁵; the committed results before then were made with it.)
+    u = [d * 2.0 ** -53 for d in draws]
     return [[(b - a) * u[j * n_centers + i] + a for j in range(p)] for i in range(n_centers)]
 
 
@@ -187,12 +188,14 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
            n_test: int | None) -> Dataset:
     replayable = generator is make_blobs and defaults.get("centers", "") is None  # LS and OL
     params = dict(params)
-    blob_points = params.pop("blob_points", "numpy") if replayable else "numpy"
+    blob_points = params.pop("blob_points", None) if replayable else "numpy"
     unknown = sorted(set(params) - set(defaults))
     if unknown:
         known = sorted([*defaults, "blob_points"] if replayable else defaults)
         raise ValueError(f"dataset {name!r}: unknown parameter(s) {unknown}; known: {known}")
     fid = resolve_fidelity(fidelity)
+    if blob_points is None:  # the reference's points wherever its centres are (module docstring)
+        blob_points = "julia" if fid.blob_centers == "reference" and "centers" not in params else "numpy"
     if blob_points not in BLOB_POINTS:
         raise ValueError(f"dataset {name!r}: blob_points must be one of {list(BLOB_POINTS)}, got {blob_points!r}")
     julia = blob_points == "julia"
@@ -249,8 +252,9 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
     if generator is make_blobs:
         if defaults.get("centers", "") is None:
             meta["blob_centers"] = "given" if "centers" in params else fid.blob_centers
-        if julia:  # recorded only when set, so the default's meta (and every file holding it) stays as it was
-            meta["blob_points"] = "julia"
+        if replayable:
+            meta["blob_points"] = blob_points
+        if julia:
             meta["rng"] = (f"Julia 1.11 MLJBase.make_blobs(rng=Xoshiro({seed})), "
                            f"randperm(Xoshiro({shuffle_seed}), {n_draws}) (ctbench.data.julia_rng)")
         c = np.asarray(gen_params["centers"], dtype=np.float64)
