@@ -163,7 +163,8 @@ def test_train_refuses_cuda_without_a_gpu(tmp_path, capsys):
 
 def test_single_class_data_says_so(tmp_path, capsys):
     """Issue item 5: a dataset with one class says so (it said 'no training points of target class(es) [0]')."""
-    rc, err = _run(["train", "--set", "data.params={shuffle_seed: 1, n_draws: 4, n_train: 2, n_val: 0, n_test: 2}",
+    rc, err = _run(["train", "--set", "data.params={shuffle_seed: 1, n_draws: 4, n_train: 2, n_val: 0, n_test: 2, "
+                    "blob_points: numpy}",
                     "--out", str(tmp_path / "out" / "m.pt"), "--quiet"], capsys)
     assert rc == 2
     _needles(err, ("lin_sep", "one class only", "n_train"))
@@ -409,7 +410,7 @@ def test_api_refuses_bad_input(files):
         model.counterfactuals(np.zeros((2, 3)), [0, 1])
     with pytest.raises(UserInputError, match="class 7 does not exist"):
         model.counterfactuals(np.zeros((2, 2)), [0, 7])
-    one_class = load_dataset("lin_sep", shuffle_seed=1, n_draws=4, n_train=2, n_val=0, n_test=2)
+    one_class = load_dataset("lin_sep", shuffle_seed=1, n_draws=4, n_train=2, n_val=0, n_test=2, blob_points="numpy")
     with pytest.raises(UserInputError, match="one class only"):
         train_from_config({"training": {"epochs": 1}}, data=one_class)
 
