@@ -107,27 +107,6 @@ def test_implausibility_converges_to_mean_over_class_and_nan_for_empty_class():
     assert out[0].item() == pytest.approx(1.0, abs=0.2) and math.isnan(out[1].item())
 
 
-def test_implausibility_from_shared_reference_pools_is_bitwise_the_same():
-    """Issue 21: the evaluation builds IP's float64 class pools once (ReferencePools) and reuses them for every
-    model and λ; the numbers are those of a fresh conversion, bit for bit, on both of IP's paths, for several calls."""
-    from ctbench.evaluation.metrics import ReferencePools
-
-    rng = np.random.default_rng(3)
-    X_ref = torch.tensor(rng.normal(size=(400, 6)), dtype=torch.float32)
-    y_ref = torch.tensor(rng.integers(0, 3, 400))
-    y_ref[:300] = 0  # class 0 large against K = 50 (gathered path), classes 1 and 2 small (distance-matrix path)
-    pools = ReferencePools(X_ref, y_ref)
-    for call in range(3):
-        x_cf = torch.tensor(rng.normal(size=(40, 6)), dtype=torch.float32)
-        target = torch.tensor(rng.integers(0, 3, 40))
-        fresh = implausibility(x_cf, target, X_ref, y_ref, k=50, generator=call)
-        shared = implausibility(x_cf, target, pools, None, k=50, generator=call)
-        assert torch.equal(fresh, shared) and not fresh.isnan().any()
-    assert sorted(pools._pools) == [0, 1, 2]  # one copy per class, kept
-    with pytest.raises(ValueError, match="labels for"):
-        ReferencePools(X_ref, y_ref[:10])
-
-
 # ------------------------------------------------------------------------------------------------------------- MMD
 def _mmd2_brute(X, Y, ell):
     def k(a, b):

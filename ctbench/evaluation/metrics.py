@@ -20,7 +20,6 @@ import torch
 
 __all__ = [
     "cost_l1",
-    "ReferencePools",
     "implausibility",
     "ip_star",
     "mmd2_unbiased",
@@ -97,25 +96,6 @@ def redundancy(x: Any, x_cf: Any, tol: float = 1e-5) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------------------------------- implausibility
-class ReferencePools:
-    """IP's reference rows in float64, split by true label once per device and class: an evaluation's models, λ and
-    runs share one reference set, and converting it and copying each class out again in every IP call cost ≈ 10%
-    of the call (issue 21: 55 ms of ≈ 0.5 s for MNIST's 11,000 × 784 rows). The same values as a fresh conversion."""
-
-    def __init__(self, X_ref: Any, y_ref: Any, device: torch.device | None = None):
-        self.X = _rows(X_ref, device)
-        self.y = _labels(y_ref, self.X.device)
-        if self.y.numel() != self.X.shape[0]:
-            raise ValueError(f"y_ref has {self.y.numel()} labels for {self.X.shape[0]} reference rows")
-        self._pools: dict[int, torch.Tensor] = {}
-
-    def pool(self, c: int) -> torch.Tensor:
-        """The reference rows of true label ``c`` (n_c, d), in input order."""
-        if c not in self._pools:
-            self._pools[c] = self.X[self.y == c]
-        return self._pools[c]
-
-
 def implausibility(x_cf: Any, target: Any, X_ref: Any, y_ref: Any, k: int = 1000,
                    generator: torch.Generator | int | None = None, chunk_bytes: int = CHUNK_BYTES) -> torch.Tensor:
     """IP (``plausibility_distance_from_target``, §7.3): mean L1 distance to K random target-class reference points.
@@ -133,16 +113,14 @@ def implausibility(x_cf: Any, target: Any, X_ref: Any, y_ref: Any, k: int = 1000
     chunks of at most ``chunk_bytes``. Both give the same numbers bit for bit (the same ``cdist`` kernel, a sequential
     sum over the features, on the same pairs; tested).
     Indices are drawn on the CPU with ``generator`` (a ``torch.Generator``, an int seed, or None = global RNG),
-    class by class in increasing label order, rows in input order. Returns float64 (n,). ``X_ref`` may be a
-    :class:`ReferencePools` on ``x_cf``'s device (``y_ref`` is then not read): the pools are built once, not per call.
+    class by class in increasing label order, rows in input order. Returns float64 (n,).
     """
     xc = _rows(x_cf)
     dev = xc.device
     t = _labels(target, dev)
-    ref = X_ref if isinstance(X_ref, ReferencePools) else ReferencePools(X_ref, y_ref, dev)
-    if ref.X.device != dev:
-        raise ValueError(f"reference pools on {ref.X.device}, counterfactuals on {dev}")
-    n_ref, d = ref.X.shape
+    Xr = _rows(X_ref, dev)
+    yr = _labels(y_ref, dev)
+    n_ref, d = Xr.shape
     K = min(n_ref, int(k))
     gen = _generator(generator)
     out = torch.full((xc.shape[0],), math.nan, dtype=torch.float64, device=dev)
@@ -150,7 +128,7 @@ def implausibility(x_cf: Any, target: Any, X_ref: Any, y_ref: Any, k: int = 1000
         return out
     for c in torch.unique(t).tolist():
         rows = torch.nonzero(t == c).flatten()
-        pool = ref.pool(c)
+        pool = Xr[yr == c]
         if pool.shape[0] == 0:
             continue
         gathered = pool.shape[0] >= GATHER_FACTOR * K

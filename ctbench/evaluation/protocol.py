@@ -21,7 +21,7 @@ import torch
 from ..constraints import Constraints
 from ..fidelity import Fidelity
 from ..generators import Convergence, make_generator
-from .metrics import ReferencePools, cost_l1, implausibility, ip_star, redundancy, validity
+from .metrics import cost_l1, implausibility, ip_star, redundancy, validity
 
 # the settings live in a torch-free module (the CLI and the switch catalogue read them without loading torch)
 from .settings import EvalProtocol
@@ -90,7 +90,6 @@ def evaluate_counterfactuals(models: dict[str, Any], X_eval: Any, y_eval: Any, p
     groups = categorical_groups if fidelity.snap_categorical_at_eval else None
     conv = Convergence("threshold", protocol.tau, protocol.max_iter)
     frames = []
-    pools: dict[torch.device, ReferencePools] = {}  # IP's reference rows per device, shared by models and λ
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -99,8 +98,6 @@ def evaluate_counterfactuals(models: dict[str, Any], X_eval: Any, y_eval: Any, p
         mk = model_key(name)
         model = trained.model.eval()
         dev = next(model.parameters()).device
-        if dev not in pools:
-            pools[dev] = ReferencePools(X, yt, dev)
         predicted = trained.predict(X.numpy())
         cons = trained.constraints
         cons = Constraints.build(
@@ -128,7 +125,7 @@ def evaluate_counterfactuals(models: dict[str, Any], X_eval: Any, y_eval: Any, p
             with torch.no_grad():
                 probs = torch.softmax(model(res.counterfactual), 1)
             ip_seed = int(np.random.default_rng([protocol.seed, 2, li, mk]).integers(2**31))
-            ip = implausibility(res.counterfactual, tgt, pools[dev], None, k=protocol.ip_k, generator=ip_seed)
+            ip = implausibility(res.counterfactual, tgt, X, yt, k=protocol.ip_k, generator=ip_seed)
             m_frames.append(pd.DataFrame({
                 "dataset": dataset, "model": name, "objective": objective, "lambda_energy": lam, "run": run,
                 "individual": individual, "index": flat_idx, "factual": f_flat, "target": t_flat,
