@@ -236,6 +236,33 @@ def test_run_chunk_means_match_an_independent_evaluation(chunk):
     assert 0.0 < row["f1_test_ct"] <= 1.0
 
 
+def test_run_chunk_summary_equals_the_full_evaluations_bit_for_bit(chunk):
+    """The chunk leaves IP* out of its evaluations (issue 21): its summary is still, bit for bit, that of the
+    full protocol (IP* included) on the saved models."""
+    from ctbench.api import load_model
+    from ctbench.data import load_dataset
+    from ctbench.evaluation.protocol import evaluate_counterfactuals
+
+    bl = load_model(chunk["bl"])
+    data = load_dataset("lin_sep", fidelity=bl.fidelity)
+    X, y = np.vstack([data.X_train, data.X_val]), np.concatenate([data.y_train, data.y_val])
+
+    def full(name, m):
+        ev = evaluate_counterfactuals({name: m}, X, y, grids.grid_protocol(EVAL), bl.fidelity, n_classes=2,
+                                      dataset="lin_sep")
+        assert "ip_star" in ev
+        return ev
+
+    ev_bl = full("BL", bl)
+    df = pd.read_csv(chunk["out"])
+    cols = [c for c in grids.SUMMARY_COLUMNS if c.split("_")[0] in ("n", "validity", "ip", "cost")]
+    for point in POINTS:
+        ev = pd.concat([ev_bl, full("CT", load_model(chunk["tmp"] / "models" / f"{point}.pt"))], ignore_index=True)
+        want = pd.DataFrame(grids.summarise_point(ev, {}))[cols]
+        got = df[df["point"] == point][cols].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, want, check_exact=True, check_dtype=False)
+
+
 def test_run_chunk_epoch_log_and_sidecar(chunk):
     ep = pd.read_csv(grids.epochs_path(chunk["out"]))
     assert grids.epochs_path(chunk["out"]).name == "chunk.epochs.csv"

@@ -32,6 +32,24 @@ def test_individuals_are_predicted_as_factual():
     assert (draw_individuals(pred, np.array([[3]]), np.random.default_rng(0)) == -1).all()
 
 
+def test_without_ip_star_the_other_columns_are_bitwise_the_same(models):
+    """The grid chunks' lever (issue 21): leaving IP* out changes no other number, for every model of the call
+    (IP* draws from its own stream, so the next model's draws do not move either)."""
+    import pandas as pd
+
+    data = load_dataset("lin_sep")
+    fid = resolve_fidelity("reference")
+    prot = EvalProtocol(lambdas=(0.5, 5.0), n_individuals=15, n_runs=2)
+    full = evaluate_counterfactuals(models, data.X_test, data.y_test, prot, fid, n_classes=2, dataset="lin_sep")
+    lean = evaluate_counterfactuals(models, data.X_test, data.y_test, prot, fid, n_classes=2, dataset="lin_sep",
+                                    with_ip_star=False)
+    assert not [c for c in lean.columns if c.startswith("ip_star")]
+    cols = [c for c in full.columns if not c.startswith("ip_star") and c != "seconds"]
+    assert sorted(cols) == sorted(c for c in lean.columns if c != "seconds")
+    assert set(full["model"]) == {"CT", "BL"}
+    pd.testing.assert_frame_equal(lean[cols], full[cols], check_exact=True)
+
+
 def test_protocol_output(models):
     data = load_dataset("lin_sep")
     fid = resolve_fidelity("reference")

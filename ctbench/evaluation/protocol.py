@@ -57,7 +57,8 @@ def model_key(name: str) -> int:
 
 def evaluate_counterfactuals(models: dict[str, Any], X_eval: Any, y_eval: Any, protocol: EvalProtocol,
                              fidelity: Fidelity, *, n_classes: int, categorical_groups: list[list[int]] | None = None,
-                             mutability: Any = None, dataset: str = "", progress: bool = False) -> pd.DataFrame:
+                             mutability: Any = None, dataset: str = "", progress: bool = False,
+                             with_ip_star: bool = True) -> pd.DataFrame:
     """Evaluate trained models (name → :class:`ctbench.api.TrainedModel`) on one evaluation set.
 
     With ``protocol.constrained`` every model is searched under ``mutability`` (e.g. the dataset's protected
@@ -72,6 +73,10 @@ def evaluate_counterfactuals(models: dict[str, Any], X_eval: Any, y_eval: Any, p
     valid_strict, p_target, mature, steps, cost, ip, ip_star, ip_star_raw, ip_star_run, ip_star_pooled, redundancy.
     ``ip_star`` is ``ip_star_run`` (groups per run) or ``ip_star_pooled`` (pooled over runs) as
     ``protocol.ip_star_per_run`` says; both are kept.
+
+    ``with_ip_star=False`` leaves IP* and its columns out, for callers that do not read it (the grid chunks: ≈ 60%
+    of an MNIST grid evaluation, issue 21); every other column is the same bit for bit (IP*'s subsamples come from
+    a random stream of its own).
     """
     X = torch.as_tensor(np.asarray(X_eval), dtype=torch.float32)
     y = np.asarray(y_eval)
@@ -135,6 +140,9 @@ def evaluate_counterfactuals(models: dict[str, Any], X_eval: Any, y_eval: Any, p
             if bar is not None:
                 bar.update()
         out = pd.concat(m_frames, ignore_index=True)
+        if not with_ip_star:
+            frames.append(out)
+            continue
         cf = torch.cat(m_cfs)
         for col, keys in (("run", ["lambda_energy", "factual", "run"]), ("pooled", ["lambda_energy", "factual"])):
             seed = int(np.random.default_rng([protocol.seed, 3, mk]).integers(2**62))

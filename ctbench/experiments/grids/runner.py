@@ -143,7 +143,9 @@ def run_chunk(name: str, dataset: str, points: Sequence[dict[str, Any] | str], b
             device=device)
     # all points of the chunk train at once, as populations (one tensor program per shareable group)
     trained = train_population_from_configs(configs, data=data, progress=progress)
-    eval_kw = dict(n_classes=data.n_classes, categorical_groups=data.categorical_groups, dataset=dataset)
+    # IP* is not part of a chunk's summary (summarise_point): left out, the other columns are unchanged
+    eval_kw = dict(n_classes=data.n_classes, categorical_groups=data.categorical_groups, dataset=dataset,
+                   with_ip_star=False)
     ev_bl = evaluate_counterfactuals({"BL": bl}, X_eval, y_eval, protocol, fid, **eval_kw)
     f1_bl = macro_f1(bl.model, data.X_test, data.y_test, n_classes=data.n_classes)  # appendix Tables 4-6
     iterator: Iterable = pts
