@@ -151,15 +151,22 @@ class LeNetForward:
         return gx[keep] if keep is not None and not narrow else gx
 
 
+def _relu_pool(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """max-pool(ReLU(a)) as ReLU(max-pool(a)) (ReLU on a quarter of the values) with the argmax indices. Where a
+    window's maximum is positive both pick its first maximal element; where it is not, the pooled value is 0 either
+    way and the gradient at the window is zeroed by ReLU's backward wherever the pool put it."""
+    p, i = F.max_pool2d(a, 2, 2, return_indices=True)
+    return torch.relu_(p), i
+
+
 @torch.no_grad()
 def lenet_forward(layers: LeNetLayers, x: torch.Tensor) -> LeNetForward:
     """The forward pass of ``LeNet.forward`` with the ops autograd records (the same logits bit for bit), keeping
     the pooled values and argmax indices and the hidden activations."""
     (w1, b1), (w2, b2) = layers.conv1, layers.conv2
     (w3, b3), (w4, b4), (w5, b5) = layers.fc
-    p1, i1 = F.max_pool2d(torch.relu(F.conv2d(x.reshape(-1, 1, 28, 28), w1, b1, padding=2)), 2, 2,
-                          return_indices=True)
-    p2, i2 = F.max_pool2d(torch.relu(F.conv2d(p1, w2, b2, padding=2)), 2, 2, return_indices=True)
+    p1, i1 = _relu_pool(F.conv2d(x.reshape(-1, 1, 28, 28), w1, b1, padding=2))
+    p2, i2 = _relu_pool(F.conv2d(p1, w2, b2, padding=2))
     h1 = torch.relu(F.linear(p2.reshape(p2.shape[0], -1), w3, b3))
     h2 = torch.relu(F.linear(h1, w4, b4))
     return LeNetForward(layers, F.linear(h2, w5, b5), p1, i1, p2, i2, h1, h2)
