@@ -84,9 +84,9 @@ def _conv1_grad_flipped(g_flipped: torch.Tensor, weight: torch.Tensor) -> torch.
 
 def flip_conv_matches(dtype: torch.dtype) -> bool:
     """Whether the flipped forward convolution gives conv1's input gradient bit for bit here (probed once per
-    dtype and thread count: random gradients with zero regions, batches of 1 to 9 rows and 64, both layouts the
-    backward uses)."""
-    key = (dtype, torch.get_num_threads())
+    dtype, thread count and oneDNN switch: random gradients with zero regions, batches of 1 to 9 rows and 64, both
+    layouts the backward uses)."""
+    key = (dtype, torch.get_num_threads(), torch.backends.mkldnn.is_available() and torch._C._get_mkldnn_enabled())
     if key not in _PROBED:
         gen = torch.Generator().manual_seed(2113)
         weight = torch.randn((6, 1, 5, 5), generator=gen, dtype=dtype)
