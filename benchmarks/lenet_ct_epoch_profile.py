@@ -6,7 +6,8 @@ epochs: every search runs its 30 steps) or, with ``--start``, from a model file'
 model: a late epoch, rows retiring after ≈ 13 steps). Each phase is wrapped in a ``record_function`` label (search,
 loss forward, backward, optimizer step, accuracy passes) and its CPU time taken with ``time.process_time``; under
 ``--ops`` torch.profiler (with shapes) attributes each phase's operators' self CPU time by operator and input shape,
-so conv1 and conv2 and the search's and the update's batches are told apart.
+so conv1 and conv2 and the search's and the update's batches are told apart. The trained weights' sha256 is
+printed, so that two trees' epochs can be compared bit for bit.
 
     CTBENCH_DATA=/work/shared/data OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/lenet_ct_epoch_profile.py \\
         --sidecar /work/regen2/results/paper/lenet/mnist/full_s0.pt.json --epochs 1 --ops [--start MODEL.pt]
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import hashlib
 import json
 import os
 import time
@@ -120,8 +122,12 @@ def main() -> None:
                                fidelity=p.fid, X_val=p.data.X_val, y_val=p.data.y_val,
                                n_classes=p.data.n_classes, device="cpu")
     total, wall = time.process_time() - t0, time.perf_counter() - w0
+    digest = hashlib.sha256()
+    for k, v in sorted(p.model.state_dict().items()):
+        digest.update(k.encode())
+        digest.update(v.numpy().tobytes())
     res = {"epochs": a.epochs, "start": str(a.start) if a.start else None, "load_1min": load,
-           "cpu_s": round(total, 2), "wall_s": round(wall, 2),
+           "cpu_s": round(total, 2), "wall_s": round(wall, 2), "model_sha256": digest.hexdigest(),
            "phases_cpu_s": {k: round(v, 2) for k, v in CPU.items()},
            "mean_steps": log["mean_steps"].tolist(), "share_mature": log["share_mature"].tolist()}
     res["phases_cpu_s"]["rest"] = round(total - sum(CPU.values()), 2)
