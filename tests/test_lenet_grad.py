@@ -57,11 +57,13 @@ def one_thread():
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 40])
 @pytest.mark.parametrize("flip", [True, False])
-def test_forward_and_input_gradient_equal_autograd(n, flip, one_thread):
+@pytest.mark.parametrize("cl", [True, False])
+def test_forward_and_input_gradient_equal_autograd(n, flip, cl, one_thread):
     model = sharp_lenet()
     layers = lenet_grad.lenet_layers(model)
-    assert layers is not None and layers.flip_conv1  # the identity holds on this machine (else the fallback runs)
-    layers = lenet_grad.LeNetLayers(layers.conv1, layers.conv2, layers.fc, flip)
+    # the identities hold on this machine (else the fallbacks run, which the False cases check)
+    assert layers is not None and layers.flip_conv1 and layers.cl_conv2
+    layers = lenet_grad.LeNetLayers(layers.conv1, layers.conv2, layers.fc, flip, cl)
     x = images(n)
     g_logits = torch.randn(n, 10, generator=torch.Generator().manual_seed(3))
     g_logits[0] = -0.0
@@ -79,6 +81,7 @@ def test_without_onednn_the_gradient_still_equals_autograd(one_thread):
     g_logits = torch.randn(6, 10, generator=torch.Generator().manual_seed(3))
     with torch.backends.mkldnn.flags(enabled=False):
         layers = lenet_grad.lenet_layers(model)
+        assert not layers.flip_conv1 and not layers.cl_conv2
         fwd = lenet_grad.lenet_forward(layers, x)
         logits, grad = autograd_reference(model, x, g_logits)
         assert torch.equal(bits(fwd.logits), bits(logits))

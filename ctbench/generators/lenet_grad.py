@@ -15,11 +15,14 @@ record (the same logits, bit for bit), keeps only what the backward needs, and r
   zeros gives the same bits without the full-size activations;
 * conv1's input gradient is the flipped forward convolution, scattered straight into flipped positions
   (a 28 × 28 plane's index p flips to 783 − p);
+* ReLU after each max-pool (on a quarter of the values), and conv2 on a channels-last copy of its input (the
+  same bits; its output then channels-last, where the pool's kernel is several times faster);
 * rows that finished at this step are dropped before the backward (autograd's graph held them), where enough
   rows remain (:data:`MIN_ROWS_PER_THREAD`): the kernels of smaller batches round differently.
 
-:func:`flip_conv_matches` checks the convolution identity on the running machine and library once per process;
-where it does not hold bit for bit the backward takes ``convolution_backward`` for conv1 too.
+:func:`flip_conv_matches` and :func:`channels_last_conv2_matches` check the two convolution identities on the
+running machine and library once per process (without oneDNN neither holds); where one does not hold bit for bit
+the path takes the plain op (``convolution_backward`` for conv1, a contiguous input for conv2).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class LeNetLayers:
     conv2: tuple[torch.Tensor, torch.Tensor]
     fc: tuple[tuple[torch.Tensor, torch.Tensor], ...]
     flip_conv1: bool  # conv1's input gradient as the flipped forward convolution (checked on this machine)
+    cl_conv2: bool = False  # conv2's forward on a channels-last input (checked on this machine)
 
 
 def lenet_layers(model: nn.Module) -> LeNetLayers | None:
@@ -67,7 +71,7 @@ def lenet_layers(model: nn.Module) -> LeNetLayers | None:
         return None
     return LeNetLayers((c1.weight, c1.bias), (c2.weight, c2.bias),
                        ((l1.weight, l1.bias), (l2.weight, l2.bias), (l3.weight, l3.bias)),
-                       flip_conv_matches(w.dtype))
+                       flip_conv_matches(w.dtype), channels_last_conv2_matches(w.dtype))
 
 
 def _conv1_grad_reference(g: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -86,7 +90,7 @@ def flip_conv_matches(dtype: torch.dtype) -> bool:
     """Whether the flipped forward convolution gives conv1's input gradient bit for bit here (probed once per
     dtype, thread count and oneDNN switch: random gradients with zero regions, batches of 1 to 9 rows and 64, both
     layouts the backward uses)."""
-    key = (dtype, torch.get_num_threads(), torch.backends.mkldnn.is_available() and torch._C._get_mkldnn_enabled())
+    key = ("flip_conv1", *_probe_key(dtype))
     if key not in _PROBED:
         gen = torch.Generator().manual_seed(2113)
         weight = torch.randn((6, 1, 5, 5), generator=gen, dtype=dtype)
@@ -99,6 +103,28 @@ def flip_conv_matches(dtype: torch.dtype) -> bool:
             for layout in (torch.contiguous_format, torch.channels_last):
                 got = _conv1_grad_flipped(g.flip([2, 3]).contiguous(memory_format=layout), weight)
                 ok = ok and torch.equal(_bits(ref), _bits(got))
+        _PROBED[key] = ok
+    return _PROBED[key]
+
+
+def _probe_key(dtype: torch.dtype) -> tuple:
+    return dtype, torch.get_num_threads(), torch.backends.mkldnn.is_available() and torch._C._get_mkldnn_enabled()
+
+
+def channels_last_conv2_matches(dtype: torch.dtype) -> bool:
+    """Whether conv2's forward gives the same bits on a channels-last input as on a contiguous one here (probed
+    once per dtype, thread count and oneDNN switch; without oneDNN it does not)."""
+    key = ("cl_conv2", *_probe_key(dtype))
+    if key not in _PROBED:
+        gen = torch.Generator().manual_seed(2114)
+        weight, bias = torch.randn((16, 6, 5, 5), generator=gen, dtype=dtype), torch.randn(16, generator=gen,
+                                                                                                 dtype=dtype)
+        ok = True
+        for n in (*range(1, 10), 64):
+            p = torch.relu(torch.randn((n, 6, 14, 14), generator=gen, dtype=dtype))
+            ref = F.conv2d(p, weight, bias, padding=2)
+            got = F.conv2d(p.contiguous(memory_format=torch.channels_last), weight, bias, padding=2)
+            ok = ok and torch.equal(_bits(ref), _bits(got))
         _PROBED[key] = ok
     return _PROBED[key]
 
@@ -166,10 +192,17 @@ def lenet_forward(layers: LeNetLayers, x: torch.Tensor) -> LeNetForward:
     (w1, b1), (w2, b2) = layers.conv1, layers.conv2
     (w3, b3), (w4, b4), (w5, b5) = layers.fc
     p1, i1 = _relu_pool(F.conv2d(x.reshape(-1, 1, 28, 28), w1, b1, padding=2))
-    p2, i2 = _relu_pool(F.conv2d(p1, w2, b2, padding=2))
+    # conv2 on a channels-last copy of p1: the same bits, and its output channels-last, where the max-pool kernel
+    # runs several times faster (conv1's one-channel input cannot take that layout bitwise)
+    if layers.cl_conv2:
+        p2, i2 = _relu_pool(F.conv2d(p1.contiguous(memory_format=torch.channels_last), w2, b2, padding=2))
+        p2, i2 = p2.contiguous(), i2.contiguous()
+    else:
+        p2, i2 = _relu_pool(F.conv2d(p1, w2, b2, padding=2))
     h1 = torch.relu(F.linear(p2.reshape(p2.shape[0], -1), w3, b3))
     h2 = torch.relu(F.linear(h1, w4, b4))
     return LeNetForward(layers, F.linear(h2, w5, b5), p1, i1, p2, i2, h1, h2)
 
 
-__all__ = ["MIN_ROWS_PER_THREAD", "LeNetForward", "LeNetLayers", "flip_conv_matches", "lenet_forward", "lenet_layers"]
+__all__ = ["MIN_ROWS_PER_THREAD", "LeNetForward", "LeNetLayers", "channels_last_conv2_matches", "flip_conv_matches",
+           "lenet_forward", "lenet_layers"]
