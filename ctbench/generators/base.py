@@ -16,7 +16,9 @@ finished rows and the gradient by autograd:
 Subclasses define the penalties (Generic, ECCo) or a latent space (REVISE); SNS-style searches can override
 :meth:`GradientGenerator.direction` and :meth:`GradientGenerator.postprocess`. For a plain MLP or linear model in
 feature space, the same search runs without autograd (:mod:`.mlp_search`) when the penalty's gradient is known in
-closed form (:meth:`GradientGenerator.target_logit_grad`, defined by the same class as ``penalty``).
+closed form (:meth:`GradientGenerator.target_logit_grad`, defined by the same class as ``penalty``). For LeNet-5
+on the CPU under such a penalty, the loop keeps autograd for dL/dlogits only and takes the forward and the input
+gradient from :mod:`.lenet_grad` (the same bits, without the graph and the finished rows' backward).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..constraints import Constraints
+from .lenet_grad import LeNetLayers, lenet_forward, lenet_layers
 from .mlp_grad import mlp_layers
 from .result import CounterfactualResult
 from .step import StepRule, move, to_domain
@@ -163,18 +166,22 @@ class GradientGenerator:
                 return search_mlp(self, model, layers, x, target, cons, conv)
             if self.latent:
                 return self._search(model, x, target, cons, conv, generator, fused=False)
-            return self._search(model, x, target, cons, conv, generator, fused=True)
+            lenet = lenet_layers(model) if self._penalty_through_logits() else None
+            return self._search(model, x, target, cons, conv, generator, fused=True, lenet=lenet)
 
-    def _closed_form_layers(self, model: nn.Module):
+    def _penalty_through_logits(self) -> bool:
+        """Whether the penalty depends on x' only through the logits (in feature space; the L1 cost is added in
+        closed form): the class that defines ``penalty`` also defines ``target_logit_grad``."""
         if self.latent or not self.closed_form:
-            return None
+            return False
         owner = {name: next(c for c in type(self).__mro__ if name in vars(c)) for name in
                  ("penalty", "target_logit_grad")}
-        if owner["penalty"] is not owner["target_logit_grad"]:
-            return None
-        return mlp_layers(model)
+        return owner["penalty"] is owner["target_logit_grad"]
 
-    def _search(self, model, x, target, cons, conv, rng, fused):
+    def _closed_form_layers(self, model: nn.Module):
+        return mlp_layers(model) if self._penalty_through_logits() else None
+
+    def _search(self, model, x, target, cons, conv, rng, fused, lenet: LeNetLayers | None = None):
         B = x.shape[0]
         rule = StepRule.of(self, conv)
         codes = cons.codes(x.device)
@@ -199,7 +206,12 @@ class GradientGenerator:
         while True:
             # Forward pass at the current point: its probabilities decide convergence (the point reached by the
             # last step), and for feature-space search the same pass gives the gradient of the next step.
-            if fused:
+            if lenet is not None:  # LeNet: the same forward without a graph; the input gradient by hand below
+                cur = state
+                fwd = lenet_forward(lenet, cur)
+                logits = fwd.logits.requires_grad_(True)
+                p = torch.softmax(logits.detach(), 1).gather(1, y[:, None]).squeeze(1)
+            elif fused:
                 state = state.detach().requires_grad_(True)
                 cur = state
                 logits = model(cur)
@@ -237,11 +249,16 @@ class GradientGenerator:
             loss = F.cross_entropy(logits, y, reduction="none") + self.penalty(cur, logits, x0, y, t, rule.max_iter)
             if keep is not None:
                 loss = loss[keep]
-            (grad,) = torch.autograd.grad(loss.sum(), state)
+            if lenet is not None:  # dL/dlogits by autograd (a graph of the loss alone), then ∇ₓ of the kept rows
+                (g_logits,) = torch.autograd.grad(loss.sum(), logits)
+                grad = fwd.input_grad(g_logits, keep)
+                del fwd
+            else:
+                (grad,) = torch.autograd.grad(loss.sum(), state)
+                grad = grad if keep is None else grad[keep]
             state = state.detach()
             if keep is not None:  # retire finished rows before the update
-                state, grad, x0, y, idx, nascent, diff = (
-                    v[keep] for v in (state, grad, x0, y, idx, nascent, diff))
+                state, x0, y, idx, nascent, diff = (v[keep] for v in (state, x0, y, idx, nascent, diff))
                 if per_row_bounds:
                     lo, hi = lo[keep], hi[keep]
             if rule.lam != 0.0 and not self.latent:
