@@ -361,3 +361,17 @@ def test_table1_bootstrap_rows_do_not_depend_on_the_other_datasets_of_the_report
     # and the stream is the dataset's own: the same data under another name gives other intervals
     other = table1_bootstrap(evals("circles", 2), n_boot=100)
     assert other["mean_delta_lb"].iloc[0] != alone["mean_delta_lb"].iloc[0]
+
+
+@pytest.mark.parametrize("n_valid", [0, 1])
+def test_ablation_table_without_valid_baseline_rows_is_nan_not_an_error(n_valid):
+    """A dataset whose baseline has no valid counterfactual (or none at all) gets NaN reductions, not a crash: the
+    report reads the dataset column as Arrow strings, whose map onto an empty baseline gave a string column."""
+    import pyarrow as pa
+
+    rows = [("A", 1, "a", "vanilla", 0, 4.0), ("A", 1, "a", "full", n_valid, 2.0)]
+    df = _frame(rows)
+    df["dataset"] = df["dataset"].astype(pd.ArrowDtype(pa.large_string()))
+    t = ablation_table(df, "ip", label="IP")
+    assert len(t) == n_valid and t["baseline_mean"].dtype == "float64"
+    assert t["reduction_pct"].isna().all()

@@ -195,7 +195,8 @@ def ablation_table(df: pd.DataFrame, metric: str, *, kind: str | None = None, la
     out = cell.groupby([cols.dataset, cols.objective], sort=False)["_y"].agg(["mean", "size"]).reset_index()
     out = out.rename(columns={cols.dataset: "dataset", cols.objective: "objective", "size": "n_cells"})
     base = out[out["objective"] == baseline].set_index("dataset")["mean"]
-    out["baseline_mean"] = out["dataset"].map(base)
+    # as floats whatever the key column's dtype (an Arrow string column with no baseline row maps to strings)
+    out["baseline_mean"] = out["dataset"].astype(object).map(base).astype("float64")
     with np.errstate(divide="ignore", invalid="ignore"):
         out["reduction_pct"] = (1.0 - out["mean"].abs() / out["baseline_mean"].abs()) * 100.0
     out.insert(1, "metric", label or metric)
