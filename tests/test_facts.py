@@ -89,7 +89,7 @@ def _every_path(w: Workflow) -> list[str]:
             w.path("stage_times")]
     out += [w.path("prop31_file", table=t) for t in ("summary", "settings")]
     out += [w.path("report_figure", name=n) for n in ("figure1", "mnist_counterfactuals")]
-    out += [w.path(k) for k in ("report", "prop31", "benchmarks", "report_gallery", "book")]
+    out += [w.path(k) for k in ("report", "prop31", "benchmarks", "report_gallery", "book", "report_figures")]
     out += [w.path("data", dataset="lin_sep")]
     shards = (w.config.get("consistency") or {}).get("shards") or {}  # part black2022's retraining in K jobs
     out += [w.path("consistency_shard", part=j["part"], dataset=j["dataset"], seed=j["seed"], shard=i, n=k)
@@ -139,11 +139,11 @@ def test_plan_script_reads_every_job_of_a_dry_run(tmp_path):
     jobs = plan(ROOT, "smoke", str(tmp_path / "res"))
     parsed = [yaml.safe_load(j) for j in jobs]
     # 33 + stage_times + the retrain stage (one training job, one evaluation) + Black et al.'s Figures 1 and 2
-    # + cardiotocography's consistency retraining in 2 shard jobs
-    assert len(parsed) == 40 and [j["rule"] for j in parsed].count("all") == 1
+    # + cardiotocography's consistency retraining in 2 shard jobs + report_figures
+    assert len(parsed) == 41 and [j["rule"] for j in parsed].count("all") == 1
     assert all(j["output"] and "shell" in j for j in parsed if j["rule"] != "all")
     assert {j["rule"] for j in parsed} >= {"data", "train_final", "evaluate", "report", "book", "tune_select",
-                                           "black_figure1", "black_figure2"}
+                                           "black_figure1", "black_figure2", "report_figures"}
     assert diff(jobs, jobs) == ([], []) and diff(jobs, jobs[1:]) == ([jobs[0]], [])
 
 
