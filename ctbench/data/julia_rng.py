@@ -28,6 +28,15 @@ Checked (``tests/test_julia_rng.py``) against values Julia printed: seeding and 
 rejection branch and the whole LS pipeline against the authors' own figure of LS points
 (``paper/figures/poc.svg`` of CounterfactualTraining.jl, Julia 1.11.3): all 1 100 of its points coincide with this
 replay to the SVG's rounding, the 36 whose normals needed a rejection included.
+
+Moons and Circles (:func:`julia_make_moons`, :func:`julia_make_circles`): TaijaData ``load_moons`` /
+``load_circles`` pass ``Xoshiro(seed)`` itself to MLJBase's ``make_moons`` / ``make_circles`` (v0.21.14), which draw
+``θs = runif_ab(rng, n, 1, 0, π | 2π)`` (``rand!`` of a ``Float64`` array: the SIMD bulk fill with
+``(u >>> 11)·2⁻⁵³``), then ``randn(rng, n, 2)`` for the noise and ``randperm(rng, n)``. Checked against the
+authors' plot of ``load_moons(200)`` (``paper/presenations/www/moons_ce_vanilla.png``, Julia 1.11.2;
+``tests/test_julia_moons.py``): every lone marker within 1.7 px of a replayed point of its class. Circles share the
+draws but have no plot to check them against. ``cos``/``sin`` are the C library's here and Julia's own there (both
+under one ulp): a last-bit difference is possible, invisible after the Float32 cast but in rare ties.
 """
 
 from __future__ import annotations
@@ -316,3 +325,75 @@ def julia_make_blobs(n: int, p: int = 2, *, centers: int = 2, cluster_std: float
         X[rows] *= float(cluster_std)
         X[rows] += c[k]
     return X[perm], y[perm], c.copy()
+
+
+def _rand_bulk(rng: Xoshiro, n: int) -> np.ndarray:
+    """``rand(rng, n)`` / ``rand(rng, n, 1)`` for any ``n``: ``XoshiroSimd``'s Float64 fill is its ``UInt64`` fill
+    (:meth:`Xoshiro.rand_uint64_bulk`, the same lanes and remainder) mapped by ``_bits2float``: ``(u >>> 11)·2⁻⁵³``,
+    in the SIMD ``llvmcall`` as in the scalar path."""
+    return (rng.rand_uint64_bulk(n) >> np.uint64(11)).astype(np.float64) * _TWO_M53
+
+
+def _finish_2d(rng: Xoshiro, X: np.ndarray, y: np.ndarray, noise: float):
+    """The common tail of MLJBase's ``make_moons``/``make_circles``: ``X .+= noise .* randn(rng, n, 2)`` unless
+    ``iszero(noise)``, then ``finalize_Xy`` → ``shuffle_rows`` → ``randperm(rng, n)`` on the same ``rng``."""
+    n = len(y)
+    if noise != 0:
+        z = rng.randn(2 * n).reshape(2, n).T  # column-major: column 1 = draws 1..n
+        X += noise * z
+    perm = rng.randperm(n) - 1
+    return X[perm], y[perm]
+
+
+def _check_2d(fname: str, n: int, noise: float, seed: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"{fname}: n must be an integer >= 1, got {n!r}")
+    if not (isinstance(noise, int | float) and math.isfinite(noise) and noise >= 0):
+        raise ValueError(f"{fname}: noise must be a finite number >= 0, got {noise!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"{fname}: seed must be an integer >= 0, got {seed!r}")
+
+
+def _cos_sin(theta: np.ndarray) -> np.ndarray:
+    """``hcat(cos.(θs), sin.(θs))`` with the C library's correctly-rounded-in-practice ``cos``/``sin`` (Julia uses
+    its own < 1 ulp ports; a last-bit difference, if any, does not survive the Float32 cast but in rare ties)."""
+    return np.column_stack([np.fromiter(map(math.cos, theta.tolist()), np.float64, len(theta)),
+                            np.fromiter(map(math.sin, theta.tolist()), np.float64, len(theta))])
+
+
+def julia_make_moons(n: int, *, noise: float = 0.1, xshift: float = 1.0, yshift: float = 0.3, seed: int = 42):
+    """``MLJBase.make_moons(n; noise, xshift, yshift, rng=Xoshiro(seed))`` of MLJBase 0.21.14 (``shuffle=true``,
+    ``eltype=Float64``), as TaijaData's ``load_moons`` passes it on: ``X`` (n×2 float64, rows = points), ``y``
+    (int64, 0/1). Draws in order: ``θs = π .* rand(rng, n, 1)`` (the bulk fill), rows ``n − n÷2 + 1:n`` get ``−θ``
+    and ``(+xshift, +yshift)``, labels ``0`` for rows ``1:n÷2`` and ``1`` after; then :func:`_finish_2d`."""
+    _check_2d("julia_make_moons", n, noise, seed)
+    n = int(n)
+    rng = Xoshiro(int(seed))
+    theta = math.pi * _rand_bulk(rng, n) + 0.0  # runif_ab(rng, n, 1, 0, pi) = (pi - 0) .* rand(rng, n, 1) .+ 0
+    n1 = n // 2
+    n2 = n - n1
+    theta[n2:] *= -1
+    X = _cos_sin(theta)
+    X[n2:, 0] += float(xshift)
+    X[n2:, 1] += float(yshift)
+    y = np.ones(n, dtype=np.int64)
+    y[:n1] = 0
+    return _finish_2d(rng, X, y, float(noise))
+
+
+def julia_make_circles(n: int, *, noise: float = 0.15, factor: float = 0.01, seed: int = 42):
+    """``MLJBase.make_circles(n; noise, factor, rng=Xoshiro(seed))`` of MLJBase 0.21.14 (TaijaData ``load_circles``'
+    defaults ``noise = 0.15``, ``factor = 0.01``): ``θs = 2π .* rand(rng, n, 1)``, rows ``1:n÷2`` scaled by
+    ``factor`` and labelled 0, the rest 1; then :func:`_finish_2d`."""
+    _check_2d("julia_make_circles", n, noise, seed)
+    if not (isinstance(factor, int | float) and 0 < factor < 1):
+        raise ValueError(f"julia_make_circles: factor must lie strictly between 0 and 1, got {factor!r}")
+    n = int(n)
+    rng = Xoshiro(int(seed))
+    theta = (2 * math.pi) * _rand_bulk(rng, n) + 0.0  # runif_ab(rng, n, 1, 0, 2pi)
+    X = _cos_sin(theta)
+    n0 = n // 2
+    X[:n0] *= float(factor)
+    y = np.ones(n, dtype=np.int64)
+    y[:n0] = 0
+    return _finish_2d(rng, X, y, float(noise))

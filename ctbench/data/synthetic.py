@@ -20,6 +20,11 @@ them from Julia's own streams (:mod:`ctbench.data.julia_rng`: ``make_blobs`` wit
 against the authors' own plot of them); only the validation split (Julia's global RNG) stays ours. It is the default
 wherever the reference centres are (``blob_centers = "reference"``, no given ``centers``), as the published numbers
 were made on these points; ``"numpy"`` (the stream above) is the default otherwise and can be asked for by name.
+
+Moons and Circles have the same opt-in replay, the loader parameter ``points = "julia"`` (TaijaData ``load_moons`` /
+``load_circles`` → MLJBase ``make_moons`` / ``make_circles`` with ``Xoshiro(seed)``, the same row choice; Moons
+checked against the authors' own plot of 200 Moons points, see :mod:`ctbench.data.julia_rng`). Its default stays
+``"numpy"``, and the dataset meta records ``points``/``rng`` only when ``"julia"`` ran.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import numpy as np
 
 from ..fidelity import Fidelity, resolve_fidelity
 from .base import Dataset, stratified_val_split
-from .julia_rng import julia_make_blobs, julia_randperm
+from .julia_rng import julia_make_blobs, julia_make_circles, julia_make_moons, julia_randperm
 from .registry import register
 
 #: Second entropy word of the validation-split RNG ``default_rng([seed, VAL_SPLIT_STREAM])``.
@@ -42,6 +47,11 @@ VAL_SPLIT_STREAM = 1
 #: 1.11's streams by :mod:`ctbench.data.julia_rng`; the default with the reference centres) or ``numpy`` (numpy's
 #: streams around the chosen centres; the default with calibrated or given centres).
 BLOB_POINTS = ("numpy", "julia")
+
+#: Values of the Moons/Circles loader parameter ``points``: ``numpy`` (the default on this branch: the stream the
+#: committed results and the running regeneration use) or ``julia`` (the reference's own points: MLJBase's
+#: ``make_moons``/``make_circles`` with ``Xoshiro(seed)`` replayed by :mod:`ctbench.data.julia_rng`).
+CURVE_POINTS = ("numpy", "julia")
 
 #: Blob centres (class 0, class 1) calibrated to the paper's accuracies (reference §6.1, "Note on the blob
 #: centres"): the fidelity switch ``blob_centers = "calibrated"``. Distance d = 4√2 ≈ 5.66 gives Bayes accuracy
@@ -166,6 +176,10 @@ def make_moons(rng: np.random.Generator, n: int, *, noise: float, xshift: float,
     return X, y
 
 
+#: Moons/Circles generators with a Julia replay (loader parameter ``points = "julia"``).
+_JULIA_CURVES = {make_moons: julia_make_moons, make_circles: julia_make_circles}
+
+
 # -- the shared pipeline -----------------------------------------------------------------------------------
 
 def default_n_test(n_train: int, n_val: int, fidelity: Fidelity) -> int:
@@ -187,12 +201,17 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
            fidelity: Any, seed: int, shuffle_seed: int, n_draws: int, n_train: int, n_val: int,
            n_test: int | None) -> Dataset:
     replayable = generator is make_blobs and defaults.get("centers", "") is None  # LS and OL
+    curve = generator in _JULIA_CURVES  # Moons and Circles: opt-in replay, parameter ``points``
     params = dict(params)
     blob_points = params.pop("blob_points", None) if replayable else "numpy"
+    points = params.pop("points", "numpy") if curve else "numpy"
     unknown = sorted(set(params) - set(defaults))
     if unknown:
-        known = sorted([*defaults, "blob_points"] if replayable else defaults)
+        extra = ["blob_points"] if replayable else ["points"] if curve else []
+        known = sorted([*defaults, *extra])
         raise ValueError(f"dataset {name!r}: unknown parameter(s) {unknown}; known: {known}")
+    if points not in CURVE_POINTS:
+        raise ValueError(f"dataset {name!r}: points must be one of {list(CURVE_POINTS)}, got {points!r}")
     fid = resolve_fidelity(fidelity)
     if blob_points is None:  # the reference's points wherever its centres are (module docstring)
         blob_points = "julia" if fid.blob_centers == "reference" and "centers" not in params else "numpy"
@@ -224,12 +243,17 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
             "train/val and test rows would overlap"
         )
 
-    if julia:  # the reference's points: Julia's make_blobs with Xoshiro(seed), rows by randperm(Xoshiro(shuffle_seed))
+    curve_julia = points == "julia"
+    if julia or curve_julia:
         for key, value in (("seed", seed), ("shuffle_seed", shuffle_seed)):
             _check_int(key, value, 0)
+    if julia:  # the reference's points: Julia's make_blobs with Xoshiro(seed), rows by randperm(Xoshiro(shuffle_seed))
         X, y, gen_params["centers"] = julia_make_blobs(n_draws, 2, centers=2, cluster_std=gen_params["cluster_std"],
                                                        seed=int(seed))
         y = y - 1  # Julia's labels 1, 2 → classes 0, 1 (CE.jl one-hot encodes the sorted levels)
+        perm = julia_randperm(int(shuffle_seed), n_draws)
+    elif curve_julia:  # TaijaData load_moons/load_circles: Xoshiro(seed) itself; labels 0/1 as Julia's
+        X, y = _JULIA_CURVES[generator](n_draws, **gen_params, seed=int(seed))
         perm = julia_randperm(int(shuffle_seed), n_draws)
     else:
         X, y = generator(np.random.default_rng(seed), n_draws, **gen_params)
@@ -260,6 +284,11 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
         c = np.asarray(gen_params["centers"], dtype=np.float64)
         d = float(np.linalg.norm(c[1] - c[0]))
         meta["bayes_accuracy"] = 0.5 * (1 + math.erf(d / (2 * gen_params["cluster_std"]) / math.sqrt(2)))
+
+    if curve_julia:  # recorded only when asked for: the numpy default keeps the committed models' meta bit for bit
+        meta["points"] = points
+        meta["rng"] = (f"Julia 1.11 MLJBase.{generator.__name__}(rng=Xoshiro({seed})), "
+                       f"randperm(Xoshiro({shuffle_seed}), {n_draws}) (ctbench.data.julia_rng)")
 
     # torch (through constraints) only once a dataset is built: reading the registry (the report's labels) loads none
     from ..constraints import infer_domain
