@@ -8,9 +8,9 @@ were measured in its first panel (1349×1349 px): the grey gridlines x = −1, 0
 y = 1, 0.5, 0, −0.5 at rows 166, 273, 381, 488; and the centroid of every marker that stands alone (a single
 connected patch of its fill colour, 200–240 px), 17 of them. The replay puts a point of the right class within
 1.7 px (0.012 in x, 0.008 in y) of each, numpy's stream or Xoshiro(43) miss them by 10–13 px in the median, so
-every draw up to the last row's noise is Julia's (a one-draw slip moves points by the noise σ = 0.1 ≈ 20 px). Drawing the replayed
-200 points as discs of radius 10 px covers every blue and orange pixel of the panel. n = 200 takes the same paths
-as the paper's n = 100 000 (SIMD bulk fills, both sizes multiples of 8; ``randn`` rejections; ``randperm``).
+every draw up to the last row's noise is Julia's (a one-draw slip moves points by the noise σ = 0.1 ≈ 20 px).
+Drawing the replayed 200 points as discs of radius 10 px covers every blue and orange pixel of the panel. n = 200
+takes the same paths as the paper's n = 100 000 (SIMD bulk fills, both sizes multiples of 8; ``randn`` rejections; ``randperm``).
 
 Nothing Julia printed shows Circles' points; its replay uses the same draws (only 2π and ``factor`` differ), so it
 is checked here for structure only.
