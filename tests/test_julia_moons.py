@@ -4,13 +4,13 @@ What Julia printed that can check it: ``paper/presenations/www/moons_ce_vanilla.
 JuliaTrustworthyAI/CounterfactualTraining.jl (commit d4d4944d, Dec 2024; its Manifest: Julia 1.11.2). CTExperiments'
 ``plot_ce(data::Dataset, …)`` of that commit draws ``Plots.plot(get_ce_data(Moons(), 200))``, i.e. all points of
 ``load_moons(200)`` = ``MLJBase.make_moons(200; rng=Xoshiro(42))``, blue class 0, orange class 1. The values below
-were measured in its first panel (1349×1349 px): the grey gridlines x = −1, 0, 1, 2 at columns 176, 319, 462, 605 and
-y = 1, 0.5, 0, −0.5 at rows 166, 273, 381, 488; and the centroid of every marker that stands alone (a single
-connected patch of its fill colour, 200–240 px), 17 of them. The replay puts a point of the right class within
-1.7 px (0.012 in x, 0.008 in y) of each, numpy's stream or Xoshiro(43) miss them by 10–13 px in the median, so
-every draw up to the last row's noise is Julia's (a one-draw slip moves points by the noise σ = 0.1 ≈ 20 px).
-Drawing the replayed 200 points as discs of radius 10 px covers every blue and orange pixel of the panel. n = 200
-takes the same paths as the paper's n = 100 000 (SIMD bulk fills, both sizes multiples of 8; ``randn`` rejections; ``randperm``).
+were measured in its first panel (1349×1349 px): the grey gridlines x = −1, 0, 1, 2 at columns 176, 319, 462, 605
+and y = 1, 0.5, 0, −0.5 at rows 166, 273, 381, 488; and the centroid of every marker that stands alone (a single
+connected patch of its fill colour, 200–240 px), 17 of them. The replay puts a point of the right class within 1.7
+px (0.012 in x, 0.008 in y) of each, numpy's stream or Xoshiro(43) miss them by 10–13 px in the median, so every
+draw up to the last row's noise is Julia's (a one-draw slip moves points by the noise σ = 0.1 ≈ 20 px). Drawing the
+replayed 200 points as discs of radius 10 px covers every blue and orange pixel of the panel. n = 200 takes the same
+paths as the paper's n = 100 000 (SIMD bulk fills, both sizes multiples of 8; ``randn`` rejections; ``randperm``).
 
 Nothing Julia printed shows Circles' points; its replay uses the same draws (only 2π and ``factor`` differ), so it
 is checked here for structure only.
