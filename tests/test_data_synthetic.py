@@ -104,8 +104,8 @@ def test_pipeline_matches_hand_replay(ref, name, gen, kw):
     perm = np.random.default_rng(2025).permutation(100_000)
     X_tv, y_tv = X[perm[:3600]].astype(np.float32), y[perm[:3600]]
     tr, va = stratified_val_split(y_tv, 600, np.random.default_rng([42, VAL_SPLIT_STREAM]))
-    # blobs by numpy's stream, asked for by name (the default, Julia's points: tests/test_julia_rng.py)
-    d = load_dataset(name, blob_points="numpy") if name == "over" else ref[name]
+    # numpy's stream, asked for by name (the default, Julia's points: tests/test_julia_rng.py, test_julia_moons.py)
+    d = load_dataset(name, **({"blob_points": "numpy"} if name == "over" else {"points": "numpy"}))
     assert np.array_equal(d.X_train, X_tv[tr]) and np.array_equal(d.y_train, y_tv[tr])
     assert np.array_equal(d.X_val, X_tv[va]) and np.array_equal(d.y_val, y_tv[va])
     assert np.array_equal(d.X_test, X[perm[-900:]].astype(np.float32))

@@ -105,14 +105,18 @@ def test_points_julia_builds_the_reference_rows(name):
     assert ds.meta["points"] == "julia" and "Xoshiro(42)" in ds.meta["rng"]
 
 
-def test_points_default_stays_numpy_and_unrecorded():
-    """The default must not move a bit of the committed Moons/Circles data or models' meta."""
-    ds = load_dataset("moons")
+def test_points_default_is_julias_and_numpy_by_name():
+    """The default is the reference's own points (what the published numbers were made on); numpy's stream, the
+    result sets' until 2026-11-27, is asked for by name; the meta records which ran."""
+    for name in ("moons", "circles"):
+        ds, julia = load_dataset(name), load_dataset(name, points="julia")
+        np.testing.assert_array_equal(ds.X_train, julia.X_train)
+        assert ds.meta == julia.meta and ds.meta["points"] == "julia"
+    ds = load_dataset("moons", points="numpy")
     X, _ = make_moons(np.random.default_rng(42), 100_000, noise=0.1, xshift=1.0, yshift=0.3)
     perm = np.random.default_rng(2025).permutation(100_000)
     np.testing.assert_array_equal(ds.X_test, X[perm[-900:]].astype(np.float32))
-    assert "points" not in ds.meta and "rng" not in ds.meta
-    assert (load_dataset("moons", points="numpy").X_train == ds.X_train).all()
+    assert ds.meta["points"] == "numpy" and "rng" not in ds.meta
 
 
 def test_points_bad_values_are_refused():

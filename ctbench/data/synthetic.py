@@ -21,10 +21,11 @@ against the authors' own plot of them); only the validation split (Julia's globa
 wherever the reference centres are (``blob_centers = "reference"``, no given ``centers``), as the published numbers
 were made on these points; ``"numpy"`` (the stream above) is the default otherwise and can be asked for by name.
 
-Moons and Circles have the same opt-in replay, the loader parameter ``points = "julia"`` (TaijaData ``load_moons`` /
-``load_circles`` → MLJBase ``make_moons`` / ``make_circles`` with ``Xoshiro(seed)``, the same row choice; Moons
-checked against the authors' own plot of 200 Moons points, see :mod:`ctbench.data.julia_rng`). Its default stays
-``"numpy"``, and the dataset meta records ``points``/``rng`` only when ``"julia"`` ran.
+Moons and Circles are replayed the same way, the loader parameter ``points`` (default ``"julia"``: TaijaData
+``load_moons`` / ``load_circles`` → MLJBase ``make_moons`` / ``make_circles`` with ``Xoshiro(seed)``, the same row
+choice; Moons checked against the authors' own plot of 200 Moons points, Circles by structure only, as nothing Julia
+printed shows its points: see :mod:`ctbench.data.julia_rng`); ``"numpy"`` asks for the stream above by name. The
+dataset meta records ``points`` (and ``rng`` when ``"julia"`` ran).
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ VAL_SPLIT_STREAM = 1
 #: streams around the chosen centres; the default with calibrated or given centres).
 BLOB_POINTS = ("numpy", "julia")
 
-#: Values of the Moons/Circles loader parameter ``points``: ``numpy`` (the default on this branch: the stream the
-#: committed results and the running regeneration use) or ``julia`` (the reference's own points: MLJBase's
-#: ``make_moons``/``make_circles`` with ``Xoshiro(seed)`` replayed by :mod:`ctbench.data.julia_rng`).
+#: Values of the Moons/Circles loader parameter ``points``: ``julia`` (the default: the reference's own points,
+#: MLJBase's ``make_moons``/``make_circles`` with ``Xoshiro(seed)`` replayed by :mod:`ctbench.data.julia_rng`) or
+#: ``numpy`` (numpy's streams, the result sets' until 2026-11-27).
 CURVE_POINTS = ("numpy", "julia")
 
 #: Blob centres (class 0, class 1) calibrated to the paper's accuracies (reference §6.1, "Note on the blob
@@ -201,10 +202,10 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
            fidelity: Any, seed: int, shuffle_seed: int, n_draws: int, n_train: int, n_val: int,
            n_test: int | None) -> Dataset:
     replayable = generator is make_blobs and defaults.get("centers", "") is None  # LS and OL
-    curve = generator in _JULIA_CURVES  # Moons and Circles: opt-in replay, parameter ``points``
+    curve = generator in _JULIA_CURVES  # Moons and Circles: Julia's replay by default, parameter ``points``
     params = dict(params)
     blob_points = params.pop("blob_points", None) if replayable else "numpy"
-    points = params.pop("points", "numpy") if curve else "numpy"
+    points = params.pop("points", "julia") if curve else "numpy"
     unknown = sorted(set(params) - set(defaults))
     if unknown:
         extra = ["blob_points"] if replayable else ["points"] if curve else []
@@ -285,8 +286,9 @@ def _build(name: str, generator: Callable, defaults: dict[str, Any], params: dic
         d = float(np.linalg.norm(c[1] - c[0]))
         meta["bayes_accuracy"] = 0.5 * (1 + math.erf(d / (2 * gen_params["cluster_std"]) / math.sqrt(2)))
 
-    if curve_julia:  # recorded only when asked for: the numpy default keeps the committed models' meta bit for bit
+    if curve:
         meta["points"] = points
+    if curve_julia:
         meta["rng"] = (f"Julia 1.11 MLJBase.{generator.__name__}(rng=Xoshiro({seed})), "
                        f"randperm(Xoshiro({shuffle_seed}), {n_draws}) (ctbench.data.julia_rng)")
 
