@@ -340,6 +340,14 @@ class Counter:
         return {"bootstrap": bootstrap_flops(rows, n_boot, n_metrics)}, rows
 
 
+def fold_seed_groups(stages):
+    """Count a ``<rule>_seeds`` stage (one process for a dataset's seeds, ``evaluation.group_seeds``) as ``<rule>``:
+    the counters above count every file of a kind, whichever job wrote it."""
+    stages = stages.copy()
+    stages["stage"] = stages["stage"].str.removesuffix("_seeds")
+    return stages.groupby("stage", as_index=False, sort=True)[["jobs", "cpu_seconds"]].sum()
+
+
 def _git_commit() -> str:
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout.strip()
@@ -402,7 +410,7 @@ def main(argv: list[str] | None = None) -> None:
                    f"bootstrap only: {n_boot} replicates × {report_rows:,} `single` rows × (1 draw + 2 metric adds: "
                    "IP, and cost on the same strata); a draw counted as 1 op; reading and group-bys NOT counted"),
     }
-    stages = pd.read_csv(args.stages)
+    stages = fold_seed_groups(pd.read_csv(args.stages))
     rows = []
     for _, r in stages[stages["stage"] != "total"].iterrows():
         name = r["stage"]
@@ -443,6 +451,7 @@ NOT_COUNTED = {
     "tune_select": "reads the tune chunks' CSVs and picks a row; no arithmetic kernel",
     "fidelity_effects": "merges CSVs; no arithmetic kernel",
     "report_gallery": "copies tables; no arithmetic kernel",
+    "report_figures": "plots of the report's grid, tuning and robustness tables; no arithmetic kernel",
     "book": "Sphinx/Jupyter Book HTML build; no arithmetic kernel",
     "figure1": "plots; its few small trainings not counted here",
     "mnist_figures": "plots of stored models; no arithmetic kernel",
