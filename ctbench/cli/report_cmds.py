@@ -191,7 +191,7 @@ def _ledger_files(manifest: str | None) -> set[Path]:
     (its sweep would otherwise move them aside as files it did not write) and lists them in its ``index.json``."""
     if not manifest:
         return set()
-    from ..report.claims.ledger import FILES
+    from ..report.claims.ledger_files import FILES
 
     folder = Path(manifest).parent
     return {(folder / f).resolve() for f in FILES if (folder / f).is_file()}

@@ -155,7 +155,7 @@ def write_verdicts(claims_yaml: str | Path, report_dir: str | Path, out: str | P
     if seeds is not None:
         df = with_seed_shares(df, seeds)
         if write_seeds:
-            from .ledger import write_seed_files
+            from .ledger_files import write_seed_files
 
             write_seed_files(out.parent, seeds, cells)
     atomic_write_text(out, df.to_csv(index=False))
