@@ -452,6 +452,8 @@ NOT_COUNTED = {
     "fidelity_effects": "merges CSVs; no arithmetic kernel",
     "report_gallery": "copies tables; no arithmetic kernel",
     "report_figures": "plots of the report's grid, tuning and robustness tables; no arithmetic kernel",
+    "report_seed_ledger": "the per-seed tables (Tables 1/3, cost, per training seed) and claim verdicts: reading and "
+                          "group-bys, NOT counted (as in the report's floor); no bootstrap",
     "book": "Sphinx/Jupyter Book HTML build; no arithmetic kernel",
     "figure1": "plots; its few small trainings not counted here",
     "mnist_figures": "plots of stored models; no arithmetic kernel",

@@ -16,13 +16,16 @@
 # CMDS_FROM=TREE (default SET_REPO): the commands are those of TREE's workflow (its Snakefile, run in SET_REPO
 # with TREE's ctbench on PYTHONPATH, dry). Where that workflow has the `report_figures` rule (`ctbench
 # report-figures`, branch `report-figures`), its command is measured first, the same way (OUT.figures.time,
-# OUT.figures.log), and then the report's (`--no-figures`), as the workflow runs them.
+# OUT.figures.log), and then the report's (`--no-figures`), as the workflow runs them. Where it has the
+# `report_seed_ledger` rule (`ctbench report-seed-ledger`, branch `report-ledger`), that command is measured after the
+# figures' and before the report's (OUT.ledger.time, OUT.ledger.log), and the report reads it (`--seed-ledger`).
 set -euo pipefail
 CODE=$(realpath "$1"); OUT=$2; REPO=${3:-/work/regen}; FROM=$(realpath "${CMDS_FROM:-$REPO}")
 command -v snakemake > /dev/null || { echo "snakemake is not on PATH: activate the project's venv first" >&2; exit 2; }
 R=$REPO/results/paper/report
 TARGETS=(results/paper/report/index.json)
 grep -q '^rule report_figures:' "$FROM/workflow/rules/report.smk" && TARGETS+=(results/paper/report/report_figures.json)
+grep -q '^rule report_seed_ledger:' "$FROM/workflow/rules/report.smk" && TARGETS+=(results/paper/report/seed_ledger.json)
 DRY=$(cd "$REPO" && CTBENCH_DATA=${CTBENCH_DATA:-/work/shared/data} PYTHONPATH=$FROM \
       snakemake -s "$FROM/Snakefile" -n -p --nolock -f "${TARGETS[@]}" 2>/dev/null)
 command_of() {  # the shell command of `ctbench $1 ...` in the dry run, without the CPU-record wrapper and the log
@@ -32,8 +35,11 @@ command_of() {  # the shell command of `ctbench $1 ...` in the dry run, without 
 CMD=$(command_of report)
 [ -n "$CMD" ] || { echo "no report command from snakemake -n -p" >&2; exit 1; }
 CMD=${CMD//--out results\/paper\/report/--out $OUT}
+CMD=${CMD//results\/paper\/report\/seed_ledger.json/$OUT\/seed_ledger.json}
 FIG=$(command_of report-figures)
 FIG=${FIG//--out results\/paper\/report/--out $OUT}
+LEDGER=$(command_of report-seed-ledger)
+LEDGER=${LEDGER//--out results\/paper\/report/--out $OUT}
 rm -rf "$OUT" "$OUT.stale"; mkdir -p "$OUT"
 cp -r "$R"/figure1.* "$R"/mnist_* "$R"/prop31 "$R"/fidelity_effects.* "$OUT"/
 cp "$R"/black_figure* "$OUT"/ 2>/dev/null || true  # the black_figure stages' files, where the set has them
@@ -46,8 +52,14 @@ if [ -n "$FIG" ]; then
     > "$OUT.figures.log" 2> "$OUT.figures.time"
   cat /proc/loadavg >> "$OUT.load"
   echo "report-figures:"; grep -E 'Maximum resident|User time|System time|Elapsed' "$OUT.figures.time"
-  echo "report:"
 fi
+if [ -n "$LEDGER" ]; then
+  eval "CTBENCH_DATA=\${CTBENCH_DATA:-/work/shared/data} PYTHONPATH=$CODE nice -n 19 /usr/bin/time -v python $RUNNER $LEDGER" \
+    > "$OUT.ledger.log" 2> "$OUT.ledger.time"
+  cat /proc/loadavg >> "$OUT.load"
+  echo "report-seed-ledger:"; grep -E 'Maximum resident|User time|System time|Elapsed' "$OUT.ledger.time"
+fi
+[ -z "$FIG$LEDGER" ] || echo "report:"
 eval "CTBENCH_DATA=\${CTBENCH_DATA:-/work/shared/data} PYTHONPATH=$CODE nice -n 19 /usr/bin/time -v python $RUNNER $CMD" \
   > "$OUT.log" 2> "$OUT.time"
 cat /proc/loadavg >> "$OUT.load"

@@ -139,11 +139,12 @@ def test_plan_script_reads_every_job_of_a_dry_run(tmp_path):
     jobs = plan(ROOT, "smoke", str(tmp_path / "res"))
     parsed = [yaml.safe_load(j) for j in jobs]
     # 33 + stage_times + the retrain stage (one training job, one evaluation) + Black et al.'s Figures 1 and 2
-    # + cardiotocography's consistency retraining in 2 shard jobs + report_figures
-    assert len(parsed) == 41 and [j["rule"] for j in parsed].count("all") == 1
+    # + cardiotocography's consistency retraining in 2 shard jobs + report_figures + report_seed_ledger
+    assert len(parsed) == 42 and [j["rule"] for j in parsed].count("all") == 1
     assert all(j["output"] and "shell" in j for j in parsed if j["rule"] != "all")
     assert {j["rule"] for j in parsed} >= {"data", "train_final", "evaluate", "report", "book", "tune_select",
-                                           "black_figure1", "black_figure2", "report_figures"}
+                                           "black_figure1", "black_figure2", "report_figures",
+                                           "report_seed_ledger"}
     assert diff(jobs, jobs) == ([], []) and diff(jobs, jobs[1:]) == ([jobs[0]], [])
 
 

@@ -194,6 +194,8 @@ def test_snakemake_report_shows_the_results(tmp_path):
     (report / "fidelity_effects.csv").write_text("switch,dataset,metric,reference,paper,delta\n")
     if not (report / "report_figures.json").exists():  # a set made before the report_figures job (issue 21)
         (report / "report_figures.json").write_text('{"written": {}}\n')
+    if not (report / "seed_ledger.json").exists():  # ... and before the report_seed_ledger job (issue 21)
+        (report / "seed_ledger.json").write_text('{"written": ["verdicts_seeds.csv"]}\n')
     shutil.copy(ROOT / "paper" / "_static" / "ctbench.css", report / "unused.css")          # not shown
     import matplotlib
 

@@ -1,4 +1,5 @@
-"""``ctbench report``, ``appendix``, ``compare``, ``book`` and ``gallery``: the report layer's commands."""
+"""``ctbench report``, ``report-seed-ledger``, ``appendix``, ``compare``, ``book`` and ``gallery``: the report layer's
+commands."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def _cmd_report(args) -> int:
 
     inputs = [*(args.eval or []), *(args.retrain_eval or []), *(args.lenet_eval or []), *(args.robustness or []),
               *(args.attribution or []), *(args.grids or []), *(args.tuned or []),
-              *(f"{m}.json" for m in args.models or [])]
+              *(f"{m}.json" for m in args.models or []), *([args.seed_ledger] if args.seed_ledger else [])]
     missing = [f for f in inputs if not Path(f).is_file()]
     if missing:  # checked before anything is written
         raise BadFileError(f"report: input file(s) not found: {', '.join(missing)}")
@@ -75,24 +76,28 @@ def _cmd_report(args) -> int:
     out = Path(args.out)
     published = None if args.published == "none" else (args.published or PUBLISHED_DIR)
     before = set(out.rglob("*")) if out.is_dir() else set()
+    made: set[Path] = set()
     try:
         with recording_writes() as made, dataset_labels(registered_labels()):
             written = _write_tables(args, out, published, versions, write_report, write_extras, write_appendix)
     except (ValueError, OSError, KeyboardInterrupt):
-        _remove_new(out, before)
+        _remove_new(out, before, made)
         raise
     except Exception as err:  # a table that cannot be computed from these inputs: no partial report, one line
-        _remove_new(out, before)
+        _remove_new(out, before, made)
         detail = str(err).splitlines()[0] if str(err) else "no detail"
         raise BadFileError(f"report: the tables cannot be computed from the given files ({type(err).__name__}: "
                            f"{detail}); nothing was written to {out}. Check that the evaluations hold CT (full) and "
                            "BL (vanilla) models with finite metrics") from None
     # the folder holds this run's files only, before the claims are judged on it (verdicts.* are rewritten below)
-    judged = ("", "_seeds") if args.eval or args.retrain_eval else ("",)  # verdicts_seeds.*: per training seed
+    # verdicts_seeds.*: per training seed, judged here unless the ledger job did (--seed-ledger: its files stay)
+    judged = ("", "_seeds") if (args.eval or args.retrain_eval) and not args.seed_ledger else ("",)
     rewritten = {(out / f"verdicts{k}.{s}").resolve() for s in ("csv", "md") for k in judged} if args.claims else set()
     if args.claims and len(judged) > 1:  # the Table-1 cells per training seed (claims.cell_seeds)
         rewritten.add((out / "table1_seeds.csv").resolve())
-    kept, moved = sweep(out, made | rewritten, args.stages, own=("report_figures",) if args.figures else ())
+    ledger = _ledger_files(args.seed_ledger)
+    kept, moved = sweep(out, made | rewritten | ledger, args.stages,
+                        own=("report_figures",) if args.figures else ())
     if moved:
         print(f"ignored {len(moved)} file(s) not made by this run (a stage switched off, or an output no longer "
               f"written), moved to {stale_name(out)}: {', '.join(moved)}")
@@ -101,7 +106,7 @@ def _cmd_report(args) -> int:
 
         with dataset_labels(registered_labels()):
             seeds, cells = _seed_verdicts(args, out)
-            write_verdicts(args.claims, out, seeds=seeds, cells=cells)
+            write_verdicts(args.claims, out, seeds=seeds, cells=cells, write_seeds=not args.seed_ledger)
         written["verdicts"] = "verdicts.csv"
         if seeds is not None:
             written["verdicts_seeds"] = "verdicts_seeds.csv"
@@ -158,22 +163,71 @@ def _seed_verdicts(args, out: Path):
     """The claims judged once per training seed (:mod:`ctbench.report.claims.seeds`) on the ``--eval`` and
     ``--retrain-eval`` files, robustness, attribution and training times, and the Table-1 cells per seed
     (``table1_seeds.csv``); (None, None) without evaluation files. The extra seeds of ``--retrain-eval`` reach
-    these only, never the pooled tables."""
+    these only, never the pooled tables. With ``--seed-ledger`` (the workflow's ``report_seed_ledger`` job) the
+    per-seed verdicts are read from that job's files instead of computed (cells None: its file stays)."""
+    from ..report.claims.ledger import read_seed_ledger
+
+    if args.seed_ledger:
+        return read_seed_ledger(args.seed_ledger), None
     if not (args.eval or args.retrain_eval):
         return None, None
-    import pandas as pd
+    return _compute_ledger(args)
 
-    from ..report.claims.cell_seeds import cell_frame
-    from ..report.claims.seeds import seed_verdicts
+
+def _compute_ledger(args):
+    """(per-seed verdicts, Table-1 cells per seed) of ``args``' inputs: :func:`ctbench.report.claims.ledger
+    .compute_seed_ledger`, the same for ``ctbench report`` and ``ctbench report-seed-ledger``."""
+    from ..report.claims.ledger import compute_seed_ledger
     from ..report.settings import report_settings
 
-    tt = out / "training_time.csv"
-    cells: list = []
-    long = seed_verdicts(args.claims, cells, evaluations=args.eval or [], retrain=args.retrain_eval or [],
-                         robustness=args.robustness or [], attribution=args.attribution or [],
-                         training_time=pd.read_csv(tt) if tt.is_file() else None,
-                         settings=report_settings({"ip_star_nan_groups": args.ip_star_nan_groups}))
-    return long, cell_frame(cells)
+    return compute_seed_ledger(args.claims, evaluations=args.eval or [], retrain=args.retrain_eval or [],
+                               robustness=args.robustness or [], attribution=args.attribution or [],
+                               models=args.models or [],
+                               settings=report_settings({"ip_star_nan_groups": args.ip_star_nan_groups}))
+
+
+def _ledger_files(manifest: str | None) -> set[Path]:
+    """The resolved files of the per-seed ledger job beside ``manifest`` (none without one): the report keeps them
+    (its sweep would otherwise move them aside as files it did not write) and lists them in its ``index.json``."""
+    if not manifest:
+        return set()
+    from ..report.claims.ledger_files import FILES
+
+    folder = Path(manifest).parent
+    return {(folder / f).resolve() for f in FILES if (folder / f).is_file()}
+
+
+def _cmd_report_seed_ledger(args) -> int:
+    """The per-seed ledger alone (:mod:`ctbench.report.claims.ledger`): the workflow's ``report_seed_ledger`` job,
+    whose ``seed_ledger.json`` ``ctbench report --seed-ledger`` reads."""
+    from ..errors import BadFileError, ConfigError
+    from ..io import recording_writes
+    from ..report.claims.ledger import write_seed_ledger
+    from ..report.claims.seeds import check_seed_inputs
+    from ..report.common import dataset_labels
+
+    evals = [*(args.eval or []), *(args.retrain_eval or [])]
+    if not evals:
+        raise ConfigError("report-seed-ledger: no --eval or --retrain-eval files, so no claim can be judged per seed")
+    inputs = [*evals, *(args.robustness or []), *(args.attribution or []), *(f"{m}.json" for m in args.models or []),
+              args.claims]
+    missing = [f for f in inputs if not Path(f).is_file()]
+    if missing:  # checked before anything is written
+        raise BadFileError(f"report-seed-ledger: input file(s) not found: {', '.join(missing)}")
+    check_sidecars(evals, args.models or [])
+    check_seed_inputs(evals)
+    out = Path(args.out)
+    made: set[Path] = set()
+    try:
+        with recording_writes() as made, dataset_labels(registered_labels()):
+            long, cells = _compute_ledger(args)
+            manifest = write_seed_ledger(out, long, cells)
+    except BaseException:  # a half-written ledger is no ledger: its own new files go, no other job's
+        _remove_new(out, set(), made)
+        raise
+    print(f"per-seed ledger in {out}: {len(long)} claim x seed verdict(s), {len(cells)} Table-1 cell(s) per seed "
+          f"→ {manifest.name}")
+    return 0
 
 
 def _data_sources(models: list[str]) -> dict[str, tuple[str, str]]:
@@ -201,17 +255,19 @@ def _data_sources(models: list[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _remove_new(out: Path, before: set[Path]) -> None:
-    """Remove what a failed report wrote (files and folders that were not there before it started)."""
-    import shutil
-
+def _remove_new(out: Path, before: set[Path], made: set[Path]) -> None:
+    """Remove what a failed report wrote: the files it made (``made``, resolved) that were not there before it
+    started, then the folders that were new and are left empty. Files another job wrote into the folder meanwhile
+    (the workflow's report_figures or figure jobs run beside it) stay."""
     if not out.is_dir():
         return
-    for p in sorted(set(out.rglob("*")) - before, key=lambda q: len(q.parts), reverse=True):
-        if p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            p.unlink(missing_ok=True)
+    old = {p.resolve() for p in before}
+    for p in made - old:
+        p.unlink(missing_ok=True)
+    new_dirs = [p for p in out.rglob("*") if p.is_dir() and p.resolve() not in old]
+    for d in sorted(new_dirs, key=lambda q: len(q.parts), reverse=True):
+        if not any(d.iterdir()):
+            d.rmdir()
     if not before and out.is_dir() and not any(out.iterdir()):
         out.rmdir()
 
@@ -334,6 +390,9 @@ def add_cli(sub) -> None:
     rp.add_argument("--no-figures", dest="figures", action="store_false",
                     help="leave the figures that need no table (grids/, tuning/, robustness.png) to `ctbench "
                          "report-figures` (the workflow runs it as a job of its own); their files in --out stay")
+    rp.add_argument("--seed-ledger", dest="seed_ledger",
+                    help="seed_ledger.json of `ctbench report-seed-ledger` (the workflow's report_seed_ledger job) "
+                         "in --out: the per-seed verdicts are read from its files (they stay) instead of computed")
     rp.add_argument("--allow-mixed", dest="allow_mixed", action="store_true",
                     help="build a report whose inputs carry different code versions, marked mixed in "
                          "provenance.json and on the book's first page (default: refused, exit code 2)")
@@ -341,6 +400,21 @@ def add_cli(sub) -> None:
                     help="also refuse inputs made with uncommitted changes (the config's report: {publish: true})")
     rp.add_argument("--out", required=True, help="report folder")
     rp.set_defaults(func=_cmd_report)
+
+    sl = sub.add_parser("report-seed-ledger",
+                        help="every claim judged per training seed (verdicts_seeds.csv, table1_seeds.csv) into the "
+                             "report folder; `ctbench report --seed-ledger` reads it")
+    sl.add_argument("--eval", nargs="*", help="outputs of ctbench evaluate (as for ctbench report)")
+    sl.add_argument("--retrain-eval", dest="retrain_eval", nargs="*",
+                    help="evaluation files of more training seeds (the retrain stage's)")
+    sl.add_argument("--robustness", nargs="*", help="outputs of ctbench robustness")
+    sl.add_argument("--attribution", nargs="*", help="outputs of ctbench attribution")
+    sl.add_argument("--models", nargs="*", help="saved models (.pt): their training times per seed")
+    sl.add_argument("--claims", required=True, help="claims.yaml")
+    sl.add_argument("--ip-star-nan-groups", dest="ip_star_nan_groups", choices=("drop", "withhold"), default="drop",
+                    help="as for ctbench report (ctbench.report.settings)")
+    sl.add_argument("--out", required=True, help="the report folder (ctbench report --out)")
+    sl.set_defaults(func=_cmd_report_seed_ledger)
 
     cp = sub.add_parser("compare", help="which numbers of a fresh report moved against the committed result set")
     cp.add_argument("fresh", help="the fresh report folder, e.g. results/paper/report")

@@ -21,13 +21,14 @@ rule book:
         "ctbench book --report {params.report} --out {params.out} {params.strict} > {log} 2>&1"
 
 
-# The last job: CPU time per stage from every job's benchmark record, the report's, the report figures', the book's
-# and the gallery's included (the report's own benchmarks.csv, written while it runs, cannot hold them), into the
+# The last job: CPU time per stage from every job's benchmark record, the report's, the report figures', the
+# per-seed ledger's, the book's and the gallery's included (the report's own benchmarks.csv, written while it runs, cannot hold them), into the
 # report folder.
 rule stage_times:
     input:
         rules.report.output,
         rules.report_figures.output if REPORT_FIGURES else [],
+        rules.report_seed_ledger.output if SEED_LEDGER else [],
         rules.book.output if config.get("book", {}).get("enabled", True) else [],
         rules.report_gallery.output,
     output:

@@ -50,6 +50,49 @@ rule report_figures:
         "ctbench report-figures {params.optional} --out {params.out} > {log} 2>&1"
 
 
+# The per-seed ledger (every claim judged on each training seed's tables, the Table-1 cells per seed) as a job of its
+# own (issue 21: half of the report job's CPU): it reads the evaluation, robustness and attribution files and the
+# models' training times, none of the pooled tables, into the report folder (verdicts_seeds.csv/.md, table1_seeds.csv,
+# listed in seed_ledger.json). The report reads its per-seed verdicts for verdicts.csv's seed shares (a DAG edge).
+SEED_LEDGER_EVALS = expand(rules.evaluate.output[0], zip, **W.wildcards("evaluation"))
+SEED_LEDGER = bool(SEED_LEDGER_EVALS or RETRAIN_TO_REPORT)
+SEED_LEDGER_FILE = f"{W.path('report')}/seed_ledger.json"
+
+
+rule report_seed_ledger:
+    input:
+        evals=SEED_LEDGER_EVALS,
+        retrain=RETRAIN_EVALS if RETRAIN_TO_REPORT else [],
+        robustness=expand(rules.robustness.output[0], zip, **W.wildcards("robustness")),
+        attribution=expand(rules.attribution.output[0], zip, **W.wildcards("attribution")),
+        # the report's --models (their sidecars' training times, split by seed)
+        models=[*made_by(W.final_models(), *MAIN_MODELS, *ABLATION_MODELS), *LENET_MODELS],
+        claims="claims.yaml",
+    output:
+        SEED_LEDGER_FILE,
+    params:
+        optional=lambda w, input: " ".join(
+            f"--{flag} {' '.join(files)}"
+            for flag, files in (("eval", input.evals), ("retrain-eval", input.retrain),
+                                ("robustness", input.robustness), ("attribution", input.attribution),
+                                ("models", input.models))
+            if files),
+        nan_groups=config.get("report", {}).get("ip_star_nan_groups", "drop"),
+        out=W.path("report"),
+        code=code("report_cmds"),
+        cpu=f"{RES}/benchmarks/report_seed_ledger/report_seed_ledger.cpu.json",
+    benchmark:
+        f"{RES}/benchmarks/report_seed_ledger/report_seed_ledger.tsv"
+    log:
+        f"{RES}/logs/report_seed_ledger.log",
+    conda:
+        "../../envs/ctbench.yaml"
+    shell:
+        "{CPU_RECORD} {params.cpu:q} "
+        "ctbench report-seed-ledger {params.optional} --claims {input.claims} --ip-star-nan-groups {params.nan_groups} "
+        "--out {params.out} > {log} 2>&1"
+
+
 rule report:
     input:
         evals=expand(rules.evaluate.output[0], zip, **W.wildcards("evaluation")),
@@ -67,6 +110,11 @@ rule report:
         # the LeNet pair's evaluation (workflow/rules/lenet.smk): --lenet-eval, table1_lenet.csv only
         lenet=LENET_EVALS,
         claims="claims.yaml",
+        # the jobs that write into the report folder beside it run first, so that its index.json lists their files
+        # and a failing report cannot be mistaken for their writer: the per-seed ledger (read for the seed shares)
+        # and the figures
+        seed_ledger=SEED_LEDGER_FILE if SEED_LEDGER else [],
+        figures=rules.report_figures.output if REPORT_FIGURES else [],
     output:
         W.path("report_index"),
     params:
@@ -92,6 +140,7 @@ rule report:
             ("report_figures", REPORT_FIGURES)) if on),
         # the figures that need no table are the report_figures job's (above)
         figures="--no-figures",
+        seed_ledger=lambda w, input: f"--seed-ledger {input.seed_ledger}" if input.seed_ledger else "",
         publish="--publish" if config.get("report", {}).get("publish", False) else "",
         # the report's aggregation switch (ctbench.report.settings): NaN IP* groups dropped (authors) or withheld
         nan_groups=config.get("report", {}).get("ip_star_nan_groups", "drop"),
@@ -108,7 +157,7 @@ rule report:
         "{CPU_RECORD} {params.cpu:q} "
         "ctbench report --eval {input.evals} --models {input.models} {params.optional} --claims {input.claims} "
         "--benchmarks {params.benchmarks} --profile {params.profile} --config-json {params.config_json:q} "
-        "--stages {params.stages} {params.figures} {params.publish} --ip-star-nan-groups {params.nan_groups} --out {params.out} "
+        "--stages {params.stages} {params.figures} {params.seed_ledger} {params.publish} --ip-star-nan-groups {params.nan_groups} --out {params.out} "
         "> {log} 2>&1"
 
 
@@ -116,6 +165,7 @@ rule report:
 BOOK_INPUTS = [
     *rules.report.output,
     *(rules.report_figures.output if REPORT_FIGURES else []),
+    *([SEED_LEDGER_FILE] if SEED_LEDGER else []),
     *(rules.figure1.output if any(j["figure"] == "figure1" for j in W.jobs("figures")) else []),
     *(rules.black_figure1.output if any(j["figure"] == "black_figure1" for j in W.jobs("figures")) else []),
     *(rules.black_figure2.output if any(j["figure"] == "black_figure2" for j in W.jobs("figures")) else []),

@@ -137,13 +137,15 @@ def summarize(verdicts: pd.DataFrame, column: str = "verdict") -> dict[str, int]
 
 
 def write_verdicts(claims_yaml: str | Path, report_dir: str | Path, out: str | Path | None = None,
-                   seeds: pd.DataFrame | None = None, cells: pd.DataFrame | None = None) -> Path:
+                   seeds: pd.DataFrame | None = None, cells: pd.DataFrame | None = None,
+                   write_seeds: bool = True) -> Path:
     """Evaluate the claims and write ``verdicts.csv`` and ``verdicts.md`` (default: into ``report_dir``).
 
     ``seeds``: the claims judged per training seed (:func:`.seeds.judge_seeds`); then each verdict gets its share of
     seeds under which the claim holds beside it (:data:`.seeds.SEED_COLUMNS`) and the per-seed verdicts are written
     to ``verdicts_seeds.csv`` / ``.md`` next to ``verdicts.csv``; ``cells``: the Table-1 cells per seed
-    (:mod:`.cell_seeds`), written to ``table1_seeds.csv`` there."""
+    (:mod:`.cell_seeds`), written to ``table1_seeds.csv`` there. ``write_seeds=False``: ``seeds`` was read from the
+    per-seed ledger job's files (:mod:`.ledger`), which stay as they are; only the shares are added."""
     from ...io import atomic_write_text
     from ..markdown import frame_to_markdown
     from .shares import with_seed_shares
@@ -152,13 +154,10 @@ def write_verdicts(claims_yaml: str | Path, report_dir: str | Path, out: str | P
     out = Path(out) if out is not None else Path(report_dir) / "verdicts.csv"
     if seeds is not None:
         df = with_seed_shares(df, seeds)
-        long = out.with_name("verdicts_seeds.csv")
-        atomic_write_text(long, seeds.to_csv(index=False))
-        atomic_write_text(long.with_suffix(".md"), frame_to_markdown(seeds))
-    if cells is not None:
-        from .cell_seeds import CELL_SEEDS_FILE
+        if write_seeds:
+            from .ledger_files import write_seed_files
 
-        atomic_write_text(out.with_name(CELL_SEEDS_FILE), cells.to_csv(index=False))
+            write_seed_files(out.parent, seeds, cells)
     atomic_write_text(out, df.to_csv(index=False))
     atomic_write_text(out.with_suffix(".md"), frame_to_markdown(df.drop(columns=["file"])))
     return out

@@ -251,6 +251,17 @@ def with_published(ours: pd.DataFrame, published_csv: Path, keys: list[str], val
     return out
 
 
+def training_time_frame(models: Iterable[str | Path]) -> pd.DataFrame:
+    """``training_time.csv``'s frame from the saved models (their sidecars; the experiment is the folder the
+    workflow saves them in): the report writes it, the per-seed ledger job reads the same frame."""
+    from .training_time import training_times
+
+    models = list(models)
+    tt = training_times([Path(f"{m}.json") for m in models])
+    tt["experiment"] = [Path(m).parent.parent.name for m in models]
+    return tt
+
+
 def write_table(df: pd.DataFrame, out: Path, name: str, written: dict[str, Any]) -> None:
     if df is None or df.empty:
         return
@@ -459,11 +470,7 @@ def write_extras(out: str | Path, *, evaluations: Iterable[str | Path] = (), mod
     written: dict[str, Any] = {}
     evaluations, models = list(evaluations), list(models)
     if models:
-        from .training_time import training_times
-
-        tt = training_times([Path(f"{m}.json") for m in models])
-        tt["experiment"] = [Path(m).parent.parent.name for m in models]
-        write_table(tt, out, "training_time", written)
+        write_table(training_time_frame(models), out, "training_time", written)
     tuned = list(tuned)
     if tuned:
         rows = [{"dataset": dataset_label(Path(t).parent.name),
