@@ -6,11 +6,7 @@ workflow wires the new rule between the inputs and the book, gallery and stage t
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +16,6 @@ import pytest
 from ctbench.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 FIGURES = ("grids/gen_params_ip_change.png", "grids/gen_params_cost_change.png", "tuning/tune_ip.png",
            "tuning/tune_mature.png", "tuning/tuning_points.csv", "robustness.png", "robustness.pdf")
 
@@ -124,30 +119,15 @@ def test_the_figures_job_moves_aside_only_its_own_stale_files(inputs, tmp_path, 
     assert "input file(s) not found" in capsys.readouterr().err and (rep / "tuning" / "tune_ip.png").exists()
 
 
-@pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed next to this Python")
-def test_the_workflow_runs_the_figures_as_a_job_the_book_gallery_and_stage_times_read(tmp_path):
+def test_the_workflow_runs_the_figures_as_a_job_the_book_gallery_and_stage_times_read(smoke_plan):
     """The smoke profile's plan (a dry run): one report_figures job with the grid chunks and robustness files, the
     report job with --no-figures and the stage named, and the book and gallery reading its output."""
-    for name in ("Snakefile", "workflow", "envs", "claims.yaml"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "PATH": os.pathsep.join([str(SNAKEMAKE.parent), os.environ.get("PATH", "")])}
-    p = subprocess.run([str(SNAKEMAKE), "-n", "-p", "--cores", "1", "--configfile", "workflow/config/smoke.yaml",
-                        "--config", "results=res"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    jobs: dict[str, list[dict[str, str]]] = {}
-    for block in re.split(r"\n(?=(?:local)?rule \w+:)", p.stdout):
-        if m := re.match(r"(?:local)?rule (\w+):", block):
-            fields = dict(re.findall(r"^\s+(input|output): (.*)$", block, re.M))
-            cmd = re.search(r"^Shell command: (.*)$", block, re.M)
-            jobs.setdefault(m.group(1), []).append({**fields, "cmd": cmd.group(1) if cmd else ""})
-    (fig,) = jobs["report_figures"]
-    assert fig["output"] == "res/report/report_figures.json"
-    assert "ctbench report-figures --grids res/grids/" in fig["cmd"] and "--robustness res/robustness/" in fig["cmd"]
-    assert "benchmarks/report_figures/report_figures.cpu.json" in fig["cmd"]
-    (report,) = jobs["report"]
-    assert "--no-figures" in report["cmd"] and re.search(r"--stages [^-]*report_figures", report["cmd"])
+    (fig,) = smoke_plan["report_figures"]
+    assert fig["output"] == ["{results}/report/report_figures.json"]
+    assert "ctbench report-figures --grids {results}/grids/" in fig["shell"]
+    assert "--robustness {results}/robustness/" in fig["shell"]
+    assert "benchmarks/report_figures/report_figures.cpu.json" in fig["shell"]
+    (report,) = smoke_plan["report"]
+    assert "--no-figures" in report["shell"] and re.search(r"--stages [^-]*report_figures", report["shell"])
     for reader in ("book", "report_gallery"):
-        assert "res/report/report_figures.json" in jobs[reader][0]["input"], reader
+        assert "{results}/report/report_figures.json" in smoke_plan[reader][0]["input"], reader

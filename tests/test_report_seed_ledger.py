@@ -6,11 +6,6 @@ removes only what it wrote, and the workflow runs the ledger before the report."
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +16,6 @@ from test_claims_seeds import CLAIMS, REDUCTIONS
 from ctbench.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 LEDGER_FILES = ("verdicts_seeds.csv", "verdicts_seeds.md", "table1_seeds.csv")
 
 
@@ -108,33 +102,18 @@ def test_a_failing_report_removes_only_what_it_wrote(inputs, tmp_path, monkeypat
     assert (out / "grids" / "drawn_meanwhile.png").exists() and (out / "robustness.png").exists()
 
 
-@pytest.mark.skipif(not SNAKEMAKE.exists(), reason="snakemake is not installed next to this Python")
-def test_the_workflow_runs_the_ledger_before_the_report(tmp_path):
+def test_the_workflow_runs_the_ledger_before_the_report(smoke_plan):
     """The smoke profile's plan (a dry run): one report_seed_ledger job with the report's evaluation, robustness,
     attribution and model files; the report reads its manifest and waits for the figures job too (its index.json
     then lists both jobs' files); stage times read it."""
-    for name in ("Snakefile", "workflow", "envs", "claims.yaml"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "PATH": os.pathsep.join([str(SNAKEMAKE.parent), os.environ.get("PATH", "")])}
-    p = subprocess.run([str(SNAKEMAKE), "-n", "-p", "--cores", "1", "--configfile", "workflow/config/smoke.yaml",
-                        "--config", "results=res"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    jobs: dict[str, list[dict[str, str]]] = {}
-    for block in re.split(r"\n(?=(?:local)?rule \w+:)", p.stdout):
-        if m := re.match(r"(?:local)?rule (\w+):", block):
-            fields = dict(re.findall(r"^\s+(input|output): (.*)$", block, re.M))
-            cmd = re.search(r"^Shell command: (.*)$", block, re.M)
-            jobs.setdefault(m.group(1), []).append({**fields, "cmd": cmd.group(1) if cmd else ""})
-    (ledger,) = jobs["report_seed_ledger"]
-    (report,) = jobs["report"]
-    assert ledger["output"] == "res/report/seed_ledger.json"
-    for flag in ("--eval res/", "--robustness res/", "--attribution res/", "--models res/", "--claims claims.yaml"):
-        assert flag in ledger["cmd"], flag
-    assert "benchmarks/report_seed_ledger/report_seed_ledger.cpu.json" in ledger["cmd"]
-    assert "--seed-ledger res/report/seed_ledger.json" in report["cmd"]
-    for needed in ("res/report/seed_ledger.json", "res/report/report_figures.json"):
+    (ledger,) = smoke_plan["report_seed_ledger"]
+    (report,) = smoke_plan["report"]
+    assert ledger["output"] == ["{results}/report/seed_ledger.json"]
+    for flag in ("--eval {results}/", "--robustness {results}/", "--attribution {results}/", "--models {results}/",
+                 "--claims claims.yaml"):
+        assert flag in ledger["shell"], flag
+    assert "benchmarks/report_seed_ledger/report_seed_ledger.cpu.json" in ledger["shell"]
+    assert "--seed-ledger {results}/report/seed_ledger.json" in report["shell"]
+    for needed in ("{results}/report/seed_ledger.json", "{results}/report/report_figures.json"):
         assert needed in report["input"], needed
-    assert "res/report/seed_ledger.json" in jobs["stage_times"][0]["input"]
+    assert "{results}/report/seed_ledger.json" in smoke_plan["stage_times"][0]["input"]

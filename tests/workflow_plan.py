@@ -54,13 +54,35 @@ def parse(text: str, results: str) -> list[str]:
 
 def plan(root: Path, profile: str, results: str) -> list[str]:
     """The normalised plan of ``workflow/config/<profile>.yaml`` for the workflow in ``root``."""
-    env = {**os.environ, "PYTHONPATH": str(root), "PATH": f"{SNAKEMAKE.parent}{os.pathsep}{os.environ['PATH']}"}
+    code = root if (root / "ctbench").is_dir() else ROOT  # a copied workflow (copy_workflow) runs this tree's code
+    env = {**os.environ, "PYTHONPATH": str(code), "PATH": f"{SNAKEMAKE.parent}{os.pathsep}{os.environ['PATH']}"}
     p = subprocess.run([str(SNAKEMAKE), "-n", "-p", "--cores", "1", "--configfile", f"workflow/config/{profile}.yaml",
                         "--config", f"results={results}"], cwd=root, env=env, capture_output=True, text=True,
                        timeout=600)
     if p.returncode:
         raise RuntimeError(f"snakemake -n in {root} ({profile}) failed:\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
     return parse(p.stdout + p.stderr, results)
+
+
+def jobs_by_rule(root: Path, profile: str, results: str) -> dict[str, list[dict]]:
+    """Rule → its planned jobs (``input``/``output``/``log`` as lists, ``shell`` as text), paths under ``results``
+    written ``{results}``: what a test asserts about one profile's plan."""
+    jobs: dict[str, list[dict]] = {}
+    for j in plan(root, profile, results):
+        d = json.loads(j)
+        jobs.setdefault(d["rule"], []).append(d)
+    return jobs
+
+
+def copy_workflow(dst: Path) -> Path:
+    """The workflow's files (Snakefile, rules, configs, claims) copied to ``dst``, so that a dry run there writes
+    Snakemake's ``.snakemake`` folder outside the checkout."""
+    import shutil
+
+    for name in ("Snakefile", "workflow", "envs", "claims.yaml"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dst / name)
+    return dst
 
 
 def diff(before: list[str], after: list[str]) -> tuple[list[str], list[str]]:
