@@ -4,6 +4,7 @@ record, which samples and under-counts (issue 21)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -76,13 +77,19 @@ def test_stage_times_prefer_own_records(tmp_path):
     _own_record(c, 100.0, 90.0, 900.0)  # another run's record (walls disagree): not used
     d = _snakemake_record(tmp_path / "data" / "d.tsv", 5.0, 2.0, 300.0)
     _own_record(d, 5.0, 4.0, 310.0, code=1)  # a failed run's record: not used
+    e = _snakemake_record(tmp_path / "evaluate" / "e.tsv", 30.0, 3.0, 400.0)
+    _own_record(e, 12.0, 10.0, 420.0)  # the same run on a starved machine: the shell took 18 s of Snakemake's wall
+    f = _snakemake_record(tmp_path / "evaluate" / "f.tsv", 30.0, 3.0, 400.0)
+    _own_record(f, 25.0, 20.0, 420.0)
+    t = f.stat().st_mtime
+    os.utime(record_path(f), (t - 3600, t - 3600))  # written an hour before the job ended: an earlier run's
     st = stage_times(tmp_path).set_index("stage")
-    assert st.loc["evaluate", "cpu_seconds"] == pytest.approx(30.5 + 8.0 + 9.0)
-    assert st.loc["evaluate", "own_records"] == 1 and st.loc["evaluate", "jobs"] == 3
+    assert st.loc["evaluate", "cpu_seconds"] == pytest.approx(30.5 + 8.0 + 9.0 + 10.0 + 3.0)
+    assert st.loc["evaluate", "own_records"] == 2 and st.loc["evaluate", "jobs"] == 5
     assert st.loc["evaluate", "max_rss_mb"] == pytest.approx(650.0)
-    assert st.loc["evaluate", "wall_seconds"] == pytest.approx(80.0)  # Snakemake's walls, always
+    assert st.loc["evaluate", "wall_seconds"] == pytest.approx(140.0)  # Snakemake's walls, always
     assert st.loc["data", "cpu_seconds"] == pytest.approx(2.0) and st.loc["data", "own_records"] == 0
-    assert st.loc["total", "own_records"] == 1 and st.loc["total", "cpu_seconds"] == pytest.approx(49.5)
+    assert st.loc["total", "own_records"] == 2 and st.loc["total", "cpu_seconds"] == pytest.approx(62.5)
 
 
 def test_stage_times_of_snakemake_records_only_are_unchanged(tmp_path):

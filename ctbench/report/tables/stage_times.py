@@ -9,9 +9,18 @@ import pandas as pd
 
 from ...cpu_record import read, record_path
 
-#: an own record belongs to the Snakemake record's run when their wall times agree this closely (seconds, share);
-#: one that does not (left by another run, or covering one command of several) is not used
+#: an own record belongs to the Snakemake record's run when it spans no more than that run (its wall at most
+#: Snakemake's + 5 s + 10%) and was written during it (its file no older than the Snakemake record's less the run's
+#: wall and 60 s). Shorter is allowed: on a starved machine the shell and the wrapper's start can take many seconds
+#: of Snakemake's wall (a lower bound dropped real records, tests/test_reruns.py::test_jobs_count_their_own_cpu)
 WALL_SLACK = (5.0, 0.1)
+WRITTEN_SLACK = 60.0
+
+
+def _same_run(own: dict[str, float], wall: float, tsv: Path) -> bool:
+    if own["wall_seconds"] > wall + WALL_SLACK[0] + WALL_SLACK[1] * wall:
+        return False
+    return record_path(tsv).stat().st_mtime >= tsv.stat().st_mtime - wall - WRITTEN_SLACK
 
 
 def _number(frame: pd.DataFrame, column: str) -> float:
@@ -26,7 +35,7 @@ def job_record(tsv: Path) -> dict[str, float | str] | None:
         return None
     wall = float(b["s"].iloc[0])
     own = read(record_path(tsv))
-    if own is not None and abs(own["wall_seconds"] - wall) <= WALL_SLACK[0] + WALL_SLACK[1] * wall:
+    if own is not None and _same_run(own, wall, tsv):
         return {"wall_seconds": wall, "cpu_seconds": own["cpu_seconds"], "max_rss_mb": own["max_rss_mb"],
                 "record": "own"}
     return {"wall_seconds": wall, "cpu_seconds": _number(b, "cpu_time"), "max_rss_mb": _number(b, "max_rss"),
