@@ -4,7 +4,9 @@ The DAG is Snakemake's own (``snakemake -n --forceall --dag --configfile workflo
 committed as ``benchmarks/results/paper-dag.dot``, 413 jobs). Each job's time is, in this order:
 
 1. its own CPU record where the job wrote one (``<rule>/<wildcards>.cpu.json``, ``cpu_seconds``: the kernel's count,
-   ``python -m ctbench.cpu_record``), else its Snakemake ``benchmark:`` record (``--records RESULTS/benchmarks``:
+   ``python -m ctbench.cpu_record``), else its Snakemake ``benchmark:`` record (``--records RESULTS/benchmarks``, or
+   the same records as ``ctbench stage-times`` chose them, kept in a result set: ``--records
+   RESULTS/report/benchmarks_jobs.csv``:
    ``<rule>/<wildcards>.tsv``, ``cpu_time``
    or else ``s``), matched by rule and wildcard values (those the dot label omits inherited from the job's
    parents: :func:`fill_wildcards`);
@@ -83,6 +85,11 @@ def read_records(folder: Path | None) -> dict[str, list[tuple[str, float]]]:
     """Rule → (record name, CPU-s) of every ``benchmark:`` record under ``folder``; a ``<rule>_<part>`` folder's
     records go to the rule, the part put in front of the name (so that wildcard matching sees it)."""
     out = defaultdict(list)
+    if folder is not None and folder.is_file():  # a result set's report/benchmarks_jobs.csv (ctbench stage-times)
+        for r in csv.DictReader(folder.open()):
+            rule, part = PART_FOLDERS.get(r["stage"], (r["stage"], None))
+            out[rule].append((f"{part}_{r['job']}" if part else r["job"], float(r["cpu_seconds"])))
+        return out
     if folder is None or not folder.is_dir():
         return out
     for f in folder.rglob("*.tsv"):
@@ -190,7 +197,9 @@ def schedule(nodes, edges, times, cores: int):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dag", default=ROOT / "benchmarks" / "results" / "paper-dag.dot", type=Path)
-    ap.add_argument("--records", default=None, type=Path, help="a results folder's benchmarks/ (per-job .tsv)")
+    ap.add_argument("--records", default=None, type=Path,
+                    help="a results folder's benchmarks/ (per-job .tsv), or a result set's "
+                         "report/benchmarks_jobs.csv (the same records, kept with the set)")
     ap.add_argument("--stages", default=ROOT / "paper" / "results" / "report" / "benchmarks.csv", type=Path)
     ap.add_argument("--overrides", default=[ROOT / "benchmarks" / "paper_jobs.csv"], type=Path, nargs="+",
                     help="CSV files rule,dataset,cpu_s (later files win)")

@@ -154,6 +154,7 @@ PATHS: dict[str, str] = {
     "prop31_file": "{results}/report/prop31/prop31_{table}.csv",
     "benchmarks": "{results}/benchmarks",
     "stage_times": "{results}/report/benchmarks.csv",
+    "stage_times_jobs": "{results}/report/benchmarks_jobs.csv",
     "report_gallery": "{results}/report_gallery",
     "book": "{results}/book",
     "book_index": "{results}/book/_build/html/index.html",

@@ -98,3 +98,34 @@ def test_a_jobs_own_cpu_record_wins_over_snakemakes(tmp_path):
     (tmp_path / "evaluate" / "single_mnist_s1.cpu.json").write_text(json.dumps({"cpu_seconds": 8.5}))
     records = dict(cp.read_records(tmp_path)["evaluate"])
     assert records == {"single_mnist_s0": 5.0, "single_mnist_s1": 8.5}
+
+
+def test_a_result_sets_job_records_give_the_folders_times(tmp_path):
+    """``ctbench stage-times --jobs-out`` keeps every job's record in the result set (report/benchmarks_jobs.csv),
+    so that the critical path can be computed after the run's folder is gone: read from that file, every job of the
+    DAG gets the time it gets from the folder (the own record where it wins, the part folders counted for their rule)."""
+    import json
+
+    from ctbench.cli import main
+
+    bench = tmp_path / "benchmarks"
+    for rule, name, cpu in [("evaluate", "single_mnist_s0", 5.0), ("evaluate", "single_mnist_s1", 7.0),
+                            ("grid_chunk", "tune_moons_bl_c10_s0", 30.0), ("grid_chunk", "tune_moons_bl_c1_s0", 20.0),
+                            ("consistency_black2022", "epileptic_seizure_s0", 584.0), ("report", "report", 200.0)]:
+        _record(bench, rule, name, cpu)
+    (bench / "evaluate" / "single_mnist_s1.cpu.json").write_text(json.dumps(
+        {"user_seconds": 8.0, "system_seconds": 0.5, "cpu_seconds": 8.5, "wall_seconds": 8.0, "max_rss_mb": 300.0,
+         "exit_code": 0}))
+    jobs = tmp_path / "report" / "benchmarks_jobs.csv"
+    assert main(["stage-times", "--benchmarks", str(bench), "--out", str(tmp_path / "report" / "benchmarks.csv"),
+                 "--jobs-out", str(jobs)]) == 0
+    from_file, from_folder = cp.read_records(jobs), cp.read_records(bench)
+    assert {r: sorted(v) for r, v in from_file.items()} == {r: sorted(v) for r, v in from_folder.items()}
+    assert dict(from_file["evaluate"])["single_mnist_s1"] == 8.5 and "consistency" in from_file
+    nodes, edges = cp.parse_dot(DOT)
+    parents = defaultdict(list)
+    for a, b in edges:
+        parents[b].append(a)
+    inherited = cp.fill_wildcards(nodes, parents)
+    assert (cp.job_times(nodes, from_file, {}, {}, 10.0, inherited)
+            == cp.job_times(nodes, from_folder, {}, {}, 10.0, inherited))

@@ -86,7 +86,7 @@ def _every_path(w: Workflow) -> list[str]:
     kinds = ("evaluation", "robustness", "attribution", "grid_chunk", "tune_best", "fidelity_effect", "consistency")
     out = [p for k in kinds for p in w.outputs(k)]
     out += [*w.final_models(), w.path("report_index"), w.path("book_index"), w.path("fidelity_effects"),
-            w.path("stage_times")]
+            w.path("stage_times"), w.path("stage_times_jobs")]
     out += [w.path("prop31_file", table=t) for t in ("summary", "settings")]
     out += [w.path("report_figure", name=n) for n in ("figure1", "mnist_counterfactuals")]
     out += [w.path(k) for k in ("report", "prop31", "benchmarks", "report_gallery", "book", "report_figures")]

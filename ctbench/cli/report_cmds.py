@@ -333,13 +333,16 @@ def _cmd_stage_times(args) -> int:
     only once those jobs have ended, so the workflow's last job writes this table again)."""
     from ..io import atomic_write_text
     from ..report.markdown import frame_to_markdown
-    from ..report.tables.stage_times import stage_times
+    from ..report.tables.stage_times import job_records, stage_times
 
-    df = stage_times(args.benchmarks)
+    jobs = job_records(args.benchmarks)
+    df = stage_times(args.benchmarks, jobs)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, df.to_csv(index=False))
     atomic_write_text(out.with_suffix(".md"), frame_to_markdown(df, digits=3))
+    if args.jobs_out:
+        atomic_write_text(Path(args.jobs_out), jobs.to_csv(index=False))
     print(f"{len(df) - 1 if len(df) else 0} stage(s) from {args.benchmarks} → {out}")
     return 0
 
@@ -454,4 +457,7 @@ def add_cli(sub) -> None:
     st = sub.add_parser("stage-times", help="CPU time per stage from a folder of Snakemake benchmark records")
     st.add_argument("--benchmarks", required=True, help="folder of Snakemake benchmark files (<stage>/<job>.tsv)")
     st.add_argument("--out", required=True, help="CSV file (a Markdown copy is written beside it)")
+    st.add_argument("--jobs-out", dest="jobs_out", default=None,
+                    help="CSV file of every job's record (stage, job, wall, CPU, peak RSS, which record): the input "
+                         "of benchmarks/critical_path.py --job-records")
     st.set_defaults(func=_cmd_stage_times)

@@ -33,6 +33,7 @@ rule stage_times:
         rules.report_gallery.output,
     output:
         W.path("stage_times"),
+        W.path("stage_times_jobs"),
     params:
         benchmarks=W.path("benchmarks"),
         code=code("report_cmds"),
@@ -41,4 +42,4 @@ rule stage_times:
     conda:
         "../../envs/ctbench.yaml"
     shell:
-        "ctbench stage-times --benchmarks {params.benchmarks} --out {output} > {log} 2>&1"
+        "ctbench stage-times --benchmarks {params.benchmarks} --out {output[0]} --jobs-out {output[1]} > {log} 2>&1"

@@ -21,7 +21,7 @@ import pandas as pd
 #: columns that describe the run's machine, not its results
 VOLATILE = re.compile(r"(seconds|wall|cpu|rss|_s$|^s$|path|time)", re.IGNORECASE)
 #: tables that are all machine measurements
-VOLATILE_FILES = {"benchmarks.csv"}
+VOLATILE_FILES = {"benchmarks.csv", "benchmarks_jobs.csv"}
 #: report tables whose claims (``verdicts.csv`` rows with this ``file``) may be judged on machine measurements (the
 #: measured training time): such a verdict row must exist, but its values are not compared
 MEASURED_CLAIM_FILES = {"training_time.csv", "benchmarks.csv"}

@@ -42,17 +42,27 @@ def job_record(tsv: Path) -> dict[str, float | str] | None:
             "record": "snakemake"}
 
 
-def stage_times(benchmarks_dir: str | Path) -> pd.DataFrame:
-    """One row per stage: jobs, summed wall and CPU seconds, the largest resident memory (MB), and how many of the
-    jobs' CPU seconds come from their own record (``own_records``; the others are Snakemake's)."""
+JOB_COLUMNS = ["stage", "job", "wall_seconds", "cpu_seconds", "max_rss_mb", "record"]
+
+
+def job_records(benchmarks_dir: str | Path) -> pd.DataFrame:
+    """One row per job (``stage`` = its record's folder, ``job`` = the record's name, which holds the job's wildcard
+    values): what a critical path over the DAG needs after the run's folder is gone
+    (``benchmarks/critical_path.py --job-records``)."""
     rows = []
     for tsv in sorted(Path(benchmarks_dir).glob("*/*.tsv")):
         rec = job_record(tsv)
         if rec is not None:
             rows.append({"stage": tsv.parent.name, "job": tsv.stem, **rec})
-    if not rows:
+    return pd.DataFrame(rows, columns=JOB_COLUMNS)
+
+
+def stage_times(benchmarks_dir: str | Path, jobs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per stage: jobs, summed wall and CPU seconds, the largest resident memory (MB), and how many of the
+    jobs' CPU seconds come from their own record (``own_records``; the others are Snakemake's)."""
+    df = job_records(benchmarks_dir) if jobs is None else jobs.copy()
+    if df.empty:
         return pd.DataFrame(columns=["stage", "jobs", "wall_seconds", "cpu_seconds", "max_rss_mb", "own_records"])
-    df = pd.DataFrame(rows)
     df["own"] = (df["record"] == "own").astype(int)
     out = df.groupby("stage", sort=False).agg(jobs=("job", "count"), wall_seconds=("wall_seconds", "sum"),
                                               cpu_seconds=("cpu_seconds", "sum"),
