@@ -103,7 +103,7 @@ def test_a_jobs_own_cpu_record_wins_over_snakemakes(tmp_path):
 def test_a_result_sets_job_records_give_the_folders_times(tmp_path):
     """``ctbench stage-times --jobs-out`` keeps every job's record in the result set (report/benchmarks_jobs.csv),
     so that the critical path can be computed after the run's folder is gone: read from that file, every job of the
-    DAG gets the time it gets from the folder (the own record where it wins, the part folders counted for their rule)."""
+    DAG gets the time it gets from the folder (the own record where it wins, part folders counted for their rule)."""
     import json
 
     from ctbench.cli import main
