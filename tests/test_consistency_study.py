@@ -58,6 +58,16 @@ def test_r_squared_and_local_lipschitz():
     x = np.arange(10.0)
     assert r_squared(x, 2 * x + 1) == pytest.approx(1.0)
     assert np.isnan(r_squared(x, np.ones(10)))
+    # Pearson's r² (scipy's linregress, numpy's corrcoef) to round-off; the same bits in any row order (exact sums,
+    # no BLAS kernel chosen by the CPU), which corrcoef does not promise
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=1601)
+    b = 0.3 * a + rng.normal(size=1601)
+    assert r_squared(a, b) == pytest.approx(np.corrcoef(a, b)[0, 1] ** 2, rel=1e-12)
+    assert r_squared(a, np.append(b[:-1], np.nan)) == pytest.approx(np.corrcoef(a[:-1], b[:-1])[0, 1] ** 2, rel=1e-12)
+    for _ in range(5):
+        perm = rng.permutation(1601)
+        assert r_squared(a[perm], b[perm]) == r_squared(a, b)
     m = _threshold_model(0.0)
     pts = torch.tensor([[0.0], [5.0]])
     lip = local_lipschitz(m, pts, torch.tensor([1, 1]), radius=1e-3, n_samples=8)

@@ -120,14 +120,19 @@ def invalidation_rate(labels: torch.Tensor, base_label: torch.Tensor) -> torch.T
 
 
 def r_squared(x: Any, y: Any) -> float:
-    """r² of the least-squares line of ``y`` on ``x`` (NaN with fewer than 3 points or no spread)."""
+    """r² of the least-squares line of ``y`` on ``x`` (NaN with fewer than 3 points or no spread).
+
+    The sums are exactly rounded (``math.fsum``) and the rest is elementwise, so the result is the same bits on every
+    CPU and in any row order. ``np.corrcoef`` takes its sums from a BLAS dot product whose kernel OpenBLAS picks by
+    CPU: the verify slice's German Credit r² moved in the 16th digit between two machines."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
-    r = np.corrcoef(x, y)[0, 1]
-    return float(r * r)
+    dx, dy = x - math.fsum(x) / len(x), y - math.fsum(y) / len(y)
+    sxx, syy, sxy = math.fsum(dx * dx), math.fsum(dy * dy), math.fsum(dx * dy)
+    return min(sxy * sxy / (sxx * syy), 1.0)
 
 
 @torch.no_grad()
