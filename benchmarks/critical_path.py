@@ -1,7 +1,7 @@
 """Critical path and 34-core makespan of the paper DAG from per-job CPU times (issue 21).
 
 The DAG is Snakemake's own (``snakemake -n --forceall --dag --configfile workflow/config/paper.yaml``, dot text;
-committed as ``benchmarks/results/paper-dag.dot``, 298 jobs and ``all`` at ``f109280``). Each job's time is, in this order:
+committed as ``benchmarks/results/paper-dag.dot``, 298 jobs and ``all`` at f109280). Each job's time is, in this order:
 
 1. its own CPU record where the job wrote one (``<rule>/<wildcards>.cpu.json``, ``cpu_seconds``: the kernel's count,
    ``python -m ctbench.cpu_record``), else its Snakemake ``benchmark:`` record (``--records RESULTS/benchmarks``, or
