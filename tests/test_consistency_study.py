@@ -68,6 +68,7 @@ def test_r_squared_and_local_lipschitz():
     for _ in range(5):
         perm = rng.permutation(1601)
         assert r_squared(a[perm], b[perm]) == r_squared(a, b)
+    assert np.isnan(r_squared(np.array([0.0, 1e-200, 2e-200]), np.array([1.0, 2.0, 3.0])))  # squares underflow
     m = _threshold_model(0.0)
     pts = torch.tensor([[0.0], [5.0]])
     lip = local_lipschitz(m, pts, torch.tensor([1, 1]), radius=1e-3, n_samples=8)

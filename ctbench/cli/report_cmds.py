@@ -342,6 +342,7 @@ def _cmd_stage_times(args) -> int:
     atomic_write_text(out, df.to_csv(index=False))
     atomic_write_text(out.with_suffix(".md"), frame_to_markdown(df, digits=3))
     if args.jobs_out:
+        Path(args.jobs_out).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(Path(args.jobs_out), jobs.to_csv(index=False))
     print(f"{len(df) - 1 if len(df) else 0} stage(s) from {args.benchmarks} → {out}")
     return 0
@@ -459,5 +460,5 @@ def add_cli(sub) -> None:
     st.add_argument("--out", required=True, help="CSV file (a Markdown copy is written beside it)")
     st.add_argument("--jobs-out", dest="jobs_out", default=None,
                     help="CSV file of every job's record (stage, job, wall, CPU, peak RSS, which record): the input "
-                         "of benchmarks/critical_path.py --job-records")
+                         "of benchmarks/critical_path.py --records")
     st.set_defaults(func=_cmd_stage_times)

@@ -132,6 +132,8 @@ def r_squared(x: Any, y: Any) -> float:
         return math.nan
     dx, dy = x - math.fsum(x) / len(x), y - math.fsum(y) / len(y)
     sxx, syy, sxy = math.fsum(dx * dx), math.fsum(dy * dy), math.fsum(dx * dy)
+    if sxx == 0 or syy == 0:  # a spread so small that its squares underflow
+        return math.nan
     return min(sxy * sxy / (sxx * syy), 1.0)
 
 

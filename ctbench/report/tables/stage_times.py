@@ -48,7 +48,7 @@ JOB_COLUMNS = ["stage", "job", "wall_seconds", "cpu_seconds", "max_rss_mb", "rec
 def job_records(benchmarks_dir: str | Path) -> pd.DataFrame:
     """One row per job (``stage`` = its record's folder, ``job`` = the record's name, which holds the job's wildcard
     values): what a critical path over the DAG needs after the run's folder is gone
-    (``benchmarks/critical_path.py --job-records``)."""
+    (``benchmarks/critical_path.py --records``)."""
     rows = []
     for tsv in sorted(Path(benchmarks_dir).glob("*/*.tsv")):
         rec = job_record(tsv)
