@@ -135,6 +135,7 @@ def test_loo_population_trains_without_exactly_its_point():
     ({"n_models": 0}, r"consistency\.n_models: 0 must be an integer >= 1"),
     ({"n_modles": 3}, r"unknown setting\(s\) \['n_modles'\]"),
     ({"pgd_step_rule": "foolbox"}, r"consistency\.pgd_step_rule: 'foolbox'; allowed: null, paper, code"),
+    ({"search_box": "global"}, r"consistency\.search_box: 'global'; allowed: null, feature, scalar"),
 ])
 def test_bad_settings_stop_before_anything_runs(settings, needle, monkeypatch):
     import ctbench.data
@@ -327,3 +328,88 @@ def test_pgd_step_rule_changes_the_counterfactuals_and_is_recorded():
         assert df.attrs["meta"]["pgd_step_rule"] == rule
         out[rule] = df["cost_l2"].to_numpy()
     assert not np.allclose(out["paper"], out["code"])
+
+
+def test_search_box_defaults_to_the_authors_scalar_range_in_black2022_only():
+    """``consistency.search_box`` (issue 25: the authors' README and example give their PGD and SNS
+    ``clamp=[X_train.min(), X_train.max()]``): null resolves to ``scalar`` under the reference fidelities and to
+    ``feature`` under ``paper``; part ct keeps ``feature``; a given value wins; the config block reaches the job."""
+    from ctbench.experiments.consistency import search_box
+
+    assert resolve_settings({})["search_box"] is None
+    assert search_box(resolve_settings({})) == "scalar"
+    assert search_box(resolve_settings({"fidelity": "reference_2025_07"})) == "scalar"
+    assert search_box(resolve_settings({"fidelity": "paper"})) == "feature"
+    assert search_box(resolve_settings({}, "ct"), "ct") == "feature"
+    assert search_box(resolve_settings({"search_box": "feature"})) == "feature"
+    assert search_box(resolve_settings({"fidelity": "paper", "search_box": "scalar"})) == "scalar"
+    cfg = {"datasets": ["moons"], "consistency": {"enabled": True, "datasets": ["moons"], "search_box": "feature"}}
+    assert jobs(cfg)[0]["settings"]["search_box"] == "feature"
+    del cfg["consistency"]["search_box"]
+    assert "search_box" not in jobs(cfg)[0]["settings"]
+
+
+def _step_model() -> LinearModel:
+    """2-D model with logits [0, x₀ − 0.5]: label 1 iff x₀ > 0.5, and p(1) grows with x₀ everywhere."""
+    m = LinearModel(2, 2)
+    with torch.no_grad():
+        m[0].weight.copy_(torch.tensor([[0.0, 0.0], [1.0, 0.0]]))
+        m[0].bias.copy_(torch.tensor([0.0, -0.5]))
+    return m
+
+
+@pytest.mark.parametrize("mutability", [None, ["both", "none"]])
+def test_scalar_box_lets_pgd_and_sns_leave_a_features_own_range(mutability):
+    """Feature 0 spans [0, 1], feature 1 [0, 10]. SNS ascends p(1), i.e. x₀, so under each feature's own range it
+    stops at x₀ = 1 and under the scalar range [0, 10] it goes on to the ball's edge; Min-ε PGD and SNS get the
+    scalar box, the other methods keep theirs, and an immutable feature stays put under either box (without
+    mutability, PGD's random start moves x₁ too)."""
+    from ctbench.constraints import Constraints
+    from ctbench.experiments.consistency_search import SearchContext, search_methods
+    from ctbench.generators import SNSGenerator
+
+    model = _step_model()
+    X_train = np.array([[0.0, 0.0], [1.0, 10.0], [0.5, 3.0]], dtype=np.float32)
+    cons = Constraints.build(2, domain=([0.0, 0.0], [1.0, 10.0]), mutability=mutability)
+    x = torch.tensor([[0.1, 4.0], [0.3, 6.0]])
+    target = torch.tensor([1, 1])
+    out = {}
+    for box in ("feature", "scalar"):
+        ctx = SearchContext(2.0, 1.5, "paper", X_train=X_train, search_box=box)
+        found, _ = search_methods(model, x, target, cons, ["min_eps_pgd", "min_eps_pgd+sns"], ctx)
+        out[box] = found
+        assert ctx.constraints_for("min_l1", cons) is cons and ctx.constraints_for("prototype", cons) is cons
+        for r in found.values():
+            assert bool((model(r.counterfactual).argmax(1) == target).all())
+            if mutability:  # x₁ immutable: no random start, noise or step moves it
+                torch.testing.assert_close(r.counterfactual[:, 1], x[:, 1], rtol=0, atol=0)
+    sns_feature = out["feature"]["min_eps_pgd+sns"].counterfactual
+    sns_scalar = out["scalar"]["min_eps_pgd+sns"].counterfactual
+    assert float(sns_feature[:, 0].max()) <= 1.0
+    assert bool((sns_scalar[:, 0] > 1.2).all()) and float(sns_scalar[:, 0].max()) <= 10.0
+    # the plumbing: the search is SNS itself under the scalar range (bitwise)
+    scalar = Constraints.build(2, domain=([0.0] * 2, [10.0] * 2), mutability=mutability)
+    alone = SNSGenerator(radius=1.5, fidelity="paper", seed=0).refine(
+        model, out["scalar"]["min_eps_pgd"], scalar, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(alone.counterfactual, sns_scalar, rtol=0, atol=0)
+
+
+def test_search_box_scalar_needs_the_training_data():
+    from ctbench.constraints import Constraints
+    from ctbench.experiments.consistency_search import SearchContext
+
+    with pytest.raises(ValueError, match="search_box 'scalar' needs the training data"):
+        SearchContext(2.0, 1.5, search_box="scalar").constraints_for("sns", Constraints.build(2, domain=(0.0, 1.0)))
+
+
+def test_search_box_is_recorded_and_changes_the_counterfactuals():
+    """On a tiny Moons run (its features span different ranges) the two boxes give other SNS counterfactuals; the
+    sidecar records which box ran."""
+    out = {}
+    for box in ("feature", "scalar"):
+        df = run({"part": "black2022", "dataset": "moons", "settings": {
+            "methods": ["min_eps_pgd", "min_eps_pgd+sns"], "n_models": 2, "epochs": 2, "search_box": box,
+            "sns": {"radius": 3.0}, "data_params": SMALL_DATA}})
+        assert df.attrs["meta"]["search_box"] == box
+        out[box] = df[df["sns"]]["cost_l2"].to_numpy()
+    assert not np.allclose(out["feature"], out["scalar"], equal_nan=True)

@@ -34,7 +34,15 @@ from ..facts import CONSISTENCY_PARTS
 from ..generators.elastic_net import BOXES
 from ..generators.pgd import STEP_RULES
 from ..io import provenance, write_frame
-from .consistency_search import FRAME_COLUMNS, METHODS, SearchContext, check_methods, evaluate, search_methods
+from .consistency_search import (
+    FRAME_COLUMNS,
+    METHODS,
+    SEARCH_BOXES,
+    SearchContext,
+    check_methods,
+    evaluate,
+    search_methods,
+)
 from .invalidation import retraining_members, retraining_plan
 
 PARTS = CONSISTENCY_PARTS
@@ -78,6 +86,12 @@ DEFAULTS: dict[str, Any] = {
     # or ``code`` α = 2·ε_k²/steps (the authors' code passes 2·ε_k/steps to foolbox's L2PGD as a step *relative* to
     # ε_k; with it CTG's PGD costs are Table 4's); null: the run's fidelity decides (reference: code, paper: paper)
     "pgd_step_rule": None,
+    # Min-ε PGD's and SNS's box: ``scalar`` one range for every feature, the training split's overall min and max
+    # (the authors' code: their README and example pass ``clamp=[X_train.min(), X_train.max()]`` to the PGD, whose
+    # foolbox bounds are that range, and to StableNeighborSearch, whose clamp it is) or ``feature`` each feature's own
+    # range (the data's domain); null: part black2022 takes the run's fidelity (reference: scalar, paper: feature),
+    # part ct keeps ``feature`` (the CT paper's domain constraints are part of that study)
+    "search_box": None,
     # the run's fidelity mode and switch overrides (the workflow passes its own): the CT part trains its CT and BL
     # models with them, as the final models are trained; the Black et al. part takes the elastic-net box from them
     # (unless ``elastic_net_box`` is given), while its base models follow Black et al.'s Keras training (batches
@@ -127,6 +141,8 @@ def resolve_settings(settings: dict[str, Any] | None, part: str = "black2022") -
         raise ValueError(f"consistency.elastic_net_box: {s['elastic_net_box']!r}; allowed: null, {', '.join(BOXES)}")
     if s["pgd_step_rule"] not in (None, *STEP_RULES):
         raise ValueError(f"consistency.pgd_step_rule: {s['pgd_step_rule']!r}; allowed: null, {', '.join(STEP_RULES)}")
+    if s["search_box"] not in (None, *SEARCH_BOXES):
+        raise ValueError(f"consistency.search_box: {s['search_box']!r}; allowed: null, {', '.join(SEARCH_BOXES)}")
     if not isinstance(s["fidelity_overrides"], dict):
         raise ValueError(f"consistency.fidelity_overrides: {s['fidelity_overrides']!r} must be a mapping of switches")
     run_fidelity(s)  # an unknown mode or switch stops here, before any training
@@ -137,6 +153,15 @@ def pgd_step_rule(settings: dict[str, Any]) -> str:
     """Min-ε PGD's step rule of resolved ``settings``: the one given, else the authors' code's (``code``) under the
     ``reference`` fidelity and App. B.3's text (``paper``) under ``paper``."""
     return settings["pgd_step_rule"] or ("paper" if run_fidelity(settings).mode == "paper" else "code")
+
+
+def search_box(settings: dict[str, Any], part: str = "black2022") -> str:
+    """Min-ε PGD's and SNS's box of resolved ``settings``: the one given; else, in part black2022, the authors' code's
+    (``scalar``) under the ``reference`` fidelity and each feature's own range (``feature``) under ``paper``; in part
+    ct, ``feature``."""
+    if settings["search_box"]:
+        return settings["search_box"]
+    return "feature" if part == "ct" or run_fidelity(settings).mode == "paper" else "scalar"
 
 
 def run_fidelity(settings: dict[str, Any]):
@@ -162,7 +187,8 @@ def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     if not block.get("enabled", False):
         return []
     out = []
-    common = {k: block[k] for k in ("sns", "lipschitz", "vae_epochs", "elastic_net_box", "pgd_step_rule") if k in block}
+    common = {k: block[k] for k in ("sns", "lipschitz", "vae_epochs", "elastic_net_box", "pgd_step_rule", "search_box")
+              if k in block}
     common.update(fidelity=config.get("fidelity", "reference"),
                   fidelity_overrides=dict(config.get("fidelity_overrides") or {}))
     for d in _black2022_datasets(block.get("datasets") or [], list(config.get("datasets") or [])):
@@ -345,7 +371,7 @@ def run(job: dict[str, Any], progress: bool = False, retrained: list[str | Path]
         base, retrained, failed = _split(res, ms)
         ctx = SearchContext(eps, sns_radius, s["sns"]["fidelity"], arch.l1_step, arch.l2_step, arch.latent_radius,
                             X, vae, ecco.get(label), seed, elastic_net_box=box,
-                            pgd_step_rule=pgd_step_rule(s))
+                            pgd_step_rule=pgd_step_rule(s), search_box=search_box(s, part))
         target = _targets(base, x, data.n_classes, seed)
         found, search_cpu = search_methods(base, x, target, cons, list(s["methods"]), ctx)
         t = time.process_time()
@@ -364,7 +390,7 @@ def run(job: dict[str, Any], progress: bool = False, retrained: list[str | Path]
     if retrained is not None:
         cpu["train_shards"] = shard_cpu
     meta.update(models=models_meta, pgd_max_eps=eps, sns_radius=sns_radius, n_factuals=int(len(rows)),
-                elastic_net_box=box, pgd_step_rule=pgd_step_rule(s),
+                elastic_net_box=box, pgd_step_rule=pgd_step_rule(s), search_box=search_box(s, part),
                 cpu_seconds=cpu, provenance=provenance())
     return _with_meta(pd.concat(frames, ignore_index=True), meta)
 

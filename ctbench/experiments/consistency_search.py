@@ -13,7 +13,7 @@ one row per (method, factual) with the invalidation rate under each source.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,10 @@ from .invalidation import confidence, invalidation_rate, local_lipschitz, stacke
 
 #: methods of the study: Black et al.'s (± SNS) and the CT paper's ECCo generator (± SNS)
 METHODS = (*CONSISTENCY_METHODS, "ecco", "ecco+sns")
+#: values of ``consistency.search_box``; the methods a ``scalar`` box applies to (the authors' code passes one
+#: ``clamp=[X_train.min(), X_train.max()]`` to these two; Min-ℓ1/ℓ2 have their own box, ``elastic_net_box``)
+SEARCH_BOXES = ("feature", "scalar")
+SCALAR_BOX_METHODS = ("min_eps_pgd", "sns")
 FRAME_COLUMNS = ["dataset", "seed", "model", "method", "sns", "row", "target", "valid", "cost_l1", "cost_l2",
                  "confidence", "lipschitz", "iv_rs", "iv_loo", "n_rs", "n_loo"]
 
@@ -50,6 +54,22 @@ class SearchContext:
     elastic_net_box: str = "art"
     #: Min-ε PGD's step rule (``MinEpsPGDGenerator.step_rule``): ``paper`` (2·ε/steps) or ``code`` (2·ε²/steps)
     pgd_step_rule: str = "paper"
+    #: Min-ε PGD's and SNS's box (``consistency.search_box``): ``feature`` (each feature's own range, as ``cons``
+    #: has it) or ``scalar`` (one range for every feature, ``X_train``'s overall min and max: the authors' code)
+    search_box: str = "feature"
+
+    def constraints_for(self, name: str, cons: Constraints) -> Constraints:
+        """``cons`` for method ``name`` (a base method or ``sns``): under ``search_box="scalar"`` Min-ε PGD and SNS
+        clamp to ``[X_train.min(), X_train.max()]`` for every feature, as the authors' code does (their PGD's
+        foolbox bounds and their SNS clamp), keeping ``cons``'s mutability; every other method keeps ``cons``."""
+        if self.search_box == "feature" or name not in SCALAR_BOX_METHODS:
+            return cons
+        if self.X_train is None:
+            raise ValueError("search_box 'scalar' needs the training data (SearchContext.X_train)")
+        X = np.asarray(self.X_train)
+        lo, hi = float(X.min()), float(X.max())
+        return replace(cons, lower=torch.full((cons.n_features,), lo, dtype=torch.float64),
+                       upper=torch.full((cons.n_features,), hi, dtype=torch.float64))
 
     def base_generator(self, name: str):
         if name == "ecco":
@@ -87,13 +107,14 @@ def search_methods(model: nn.Module, x: torch.Tensor, target: torch.Tensor, cons
     for b in bases:
         gen, conv = ctx.base_generator(b)
         t = time.process_time()
-        results[b] = gen.search(model, x, target, cons, conv, torch.Generator().manual_seed(ctx.seed))
+        results[b] = gen.search(model, x, target, ctx.constraints_for(b, cons), conv,
+                                torch.Generator().manual_seed(ctx.seed))
         seconds[b] = time.process_time() - t
     sns = SNSGenerator(radius=ctx.sns_radius, fidelity=ctx.sns_fidelity, seed=ctx.seed)
     for m in methods:
         if m.endswith("+sns"):
             t = time.process_time()
-            results[m] = sns.refine(model, results[m.removesuffix("+sns")], cons,
+            results[m] = sns.refine(model, results[m.removesuffix("+sns")], ctx.constraints_for("sns", cons),
                                     torch.Generator().manual_seed(ctx.seed))
             seconds[m] = time.process_time() - t
     return {m: results[m] for m in methods}, seconds
