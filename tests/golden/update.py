@@ -1,13 +1,16 @@
-"""Copy a report folder's tables into a golden folder (see README.md): every ``*.csv`` but ``benchmarks.csv``,
-subfolders kept, stale golden tables removed."""
+"""Copy a report folder's tables into a golden folder (see README.md): every ``*.csv`` but the machine's records
+(``ctbench compare``'s ``VOLATILE_FILES``: ``benchmarks.csv``, ``benchmarks_jobs.csv``), subfolders kept, stale golden
+tables removed."""
 
 import shutil
 import sys
 from pathlib import Path
 
+from ctbench.report.tables.compare import VOLATILE_FILES
+
 
 def update(report: Path, golden: Path) -> int:
-    tables = {p.relative_to(report) for p in report.rglob("*.csv") if p.name != "benchmarks.csv"}
+    tables = {p.relative_to(report) for p in report.rglob("*.csv") if p.name not in VOLATILE_FILES}
     if not tables:
         sys.exit(f"{report} holds no report tables: run the profile first")
     for old in golden.rglob("*.csv"):
