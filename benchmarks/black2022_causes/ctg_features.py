@@ -61,6 +61,13 @@ def features_arg(argv: list[str]) -> tuple[list[str], str]:
     return option_arg(argv, "--features", "per_second")
 
 
+def factuals_arg(argv: list[str]) -> tuple[list[str], int | None]:
+    """Split ``--factuals K`` off argv: a seeded K of the validation split, as the study draws ``n_factuals``;
+    None (all) when absent."""
+    argv, k = option_arg(argv, "--factuals", "")
+    return argv, int(k) if k else None
+
+
 def pickle_path(ds: str, n, features: str, scaling: str = "loader") -> str:
     """/tmp/bg/<dataset>_<n>[_<features>][_<scaling>].pkl (the defaults add nothing)."""
     tail = "".join(f"_{v}" for v, default in ((features, "per_second"), (scaling, "loader")) if v != default)

@@ -24,7 +24,7 @@ import time
 from dataclasses import replace
 
 import torch
-from ctg_features import features_arg, pickle_path
+from ctg_features import factuals_arg, features_arg, pickle_path
 from scaling import scaling_arg
 
 import ctbench.generators.sns as sns_module
@@ -60,10 +60,7 @@ def summary(df):
 def main(argv):
     argv, features = features_arg(argv)
     argv, scaling = scaling_arg(argv)
-    k = None
-    if "--factuals" in argv:
-        i = argv.index("--factuals")
-        k, argv = int(argv[i + 1]), argv[:i] + argv[i + 2:]
+    argv, k = factuals_arg(argv)
     ds, n = argv[0], argv[1]
     P = pickle.load(open(pickle_path(ds, n, features, scaling), "rb"))
     data, cons, base, retr = P["data"], P["cons"], P["base"], P["retr"]

@@ -8,7 +8,7 @@ import sys
 import time
 
 import torch
-from ctg_features import features_arg, pickle_path
+from ctg_features import factuals_arg, features_arg, pickle_path
 from scaling import scaling_arg
 
 from ctbench.constraints import Constraints
@@ -18,10 +18,7 @@ from ctbench.generators import make_method
 
 argv, features = features_arg(sys.argv[1:])
 argv, scaling = scaling_arg(argv)
-k = None
-if "--factuals" in argv:
-    i = argv.index("--factuals")
-    k, argv = int(argv[i + 1]), argv[:i] + argv[i + 2:]
+argv, k = factuals_arg(argv)
 ds, n = argv[0], argv[1]
 which = argv[2].split(",")
 P = pickle.load(open(pickle_path(ds, n, features, scaling), "rb"))
