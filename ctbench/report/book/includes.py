@@ -180,12 +180,18 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
     from .appendix_pages import pages as appendix_pages  # appendix Tables 2, 4-6, Figures 4-5, 30-65
 
     pages.update(appendix_pages(src))
-    from ..text.discrepancy_text import render_switch_findings, render_table1_findings, render_variant_findings
+    from ..text.discrepancy_text import (
+        render_switch_findings,
+        render_table1_causes,
+        render_table1_findings,
+        render_variant_findings,
+    )
 
     pages["discrepancy_table1"] = render_table1_findings(src) if src is not None else ""
     pages["discrepancy_switches"] = render_switch_findings(src, PUBLISHED_DIR) if src is not None else ""
     # variants live beside the original report folder (../variants/), not beside the copy in _generated/
     pages["discrepancy_variants"] = render_variant_findings(report) if report is not None else ""
+    pages["discrepancy_table1_causes"] = render_table1_causes(src, report) if src is not None else ""
     # OL's validity and IP* causes are committed benchmark results (benchmarks/results/ol-causes*.csv), not report
     # outputs: rendered whatever report folder is given
     from ..text.ol_causes_text import render_ol_causes
