@@ -194,3 +194,26 @@ def test_table1_target_needs_agreement_or_a_measured_cause(tmp_path):
     v.to_csv(variant / "table1.csv", index=False)
     row = render_table1_causes(report).split("Moon IP |")[1].splitlines()[0]
     assert "`fidelity: reference_2025_07`" in row and "19.5 ± 1.0\\*" in row
+
+
+def test_ls_target_against_the_printed_value_and_its_interval(tmp_path):
+    """Issue 25 item 1: CT's LS means within 5% of the appendix, judged against the printed value and against the
+    interval of values that print as it; the text follows appendix_ci.csv."""
+    from ctbench.report.text.discrepancy_text import _printed_interval, render_ls_target
+
+    assert _printed_interval(0.11)[:2] == pytest.approx((0.105, 0.115))
+    assert _printed_interval(2.51)[:2] == pytest.approx((2.505, 2.515))
+    assert _printed_interval(3.4)[:2] == pytest.approx((3.35, 3.45))
+    rows = [{"dataset": "LS", "metric": "IP", "ct_mean_abs": 2.40, "pub_ct_mean_abs": 2.51},
+            {"dataset": "LS", "metric": "IP*", "ct_mean_abs": 0.103, "pub_ct_mean_abs": 0.11},
+            {"dataset": "OL", "metric": "IP", "ct_mean_abs": 9.0, "pub_ct_mean_abs": 1.0}]
+    pd.DataFrame(rows).to_csv(tmp_path / "appendix_ci.csv", index=False)
+    text = render_ls_target(tmp_path)
+    assert "| 2.400 | 2.51 | -4.4% |" in text and "| 0.103 | 0.11 | -6.4% | [0.105, 0.115) | -1.9% |" in text
+    assert "printed appendix value: IP." in text and "IP\\*: outside against the printed value, within" in text
+    rows[1]["ct_mean_abs"] = 0.09  # 14% below 0.105 too
+    pd.DataFrame(rows).to_csv(tmp_path / "appendix_ci.csv", index=False)
+    assert "IP\\*: outside either way." in render_ls_target(tmp_path)
+    rows[0]["ct_mean_abs"] = 2.70
+    pd.DataFrame(rows).to_csv(tmp_path / "appendix_ci.csv", index=False)
+    assert "printed appendix value: none." in render_ls_target(tmp_path)

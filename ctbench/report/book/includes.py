@@ -181,6 +181,7 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
 
     pages.update(appendix_pages(src))
     from ..text.discrepancy_text import (
+        render_ls_target,
         render_switch_findings,
         render_table1_causes,
         render_table1_findings,
@@ -192,6 +193,7 @@ def render_includes(report_dir: str | Path | None, book_dir: str | Path = "paper
     # variants live beside the original report folder (../variants/), not beside the copy in _generated/
     pages["discrepancy_variants"] = render_variant_findings(report) if report is not None else ""
     pages["discrepancy_table1_causes"] = render_table1_causes(src, report) if src is not None else ""
+    pages["discrepancy_ls_target"] = render_ls_target(src) if src is not None else ""
     # OL's validity and IP* causes are committed benchmark results (benchmarks/results/ol-causes*.csv), not report
     # outputs: rendered whatever report folder is given
     from ..text.ol_causes_text import render_ol_causes

@@ -450,3 +450,51 @@ def render_table1_causes(report: str | Path, variants_of: str | Path | None = No
     if rows:
         lines += ["| cell | ours | July | final | measured cause |", "|---|---|---|---|---|", *rows, ""]
     return "\n".join(lines)
+
+
+#: issue 25, item 1: CT's mean |IP| and |IP*| on LS within this relative distance of the appendix values
+LS_TOLERANCE = 0.05
+
+
+def _printed_interval(value: float) -> tuple[float, float, int]:
+    """The interval of values that print as ``value`` at its own number of decimals (2.51 → [2.505, 2.515))."""
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    half = 0.5 * 10 ** -decimals
+    return value - half, value + half, decimals
+
+
+def render_ls_target(report: str | Path) -> str:
+    """Markdown: CT's mean |IP| and |IP*| on LS against the appendix CI table's (``appendix_ci.csv``), relative to
+    the printed value and to the interval of values that print as it, with the verdict of issue 25's item 1."""
+    ci = read_report_csv(Path(report), "appendix_ci.csv")
+    if ci is None:
+        return "*The appendix CI table has not been computed for this result set.*\n"
+    rows = ci[(ci["dataset"] == "LS") & ci["metric"].isin(["IP", "IP*"])].drop_duplicates(["dataset", "metric"])
+    if not len(rows):
+        return "*The appendix CI table has no LS row in this result set.*\n"
+    lines = ["| LS, CT | ours | appendix | relative to the printed value | printed interval | relative to its nearest "
+             "end | within 5% |", "|---|---|---|---|---|---|---|"]
+    verdicts = []
+    for _, r in rows.iterrows():
+        ours, pub = float(r["ct_mean_abs"]), float(r["pub_ct_mean_abs"])
+        lo, hi, d = _printed_interval(pub)
+        rel = ours / pub - 1
+        nearest = min(max(ours, lo), hi)
+        rel_near = ours / nearest - 1
+        printed, interval = abs(rel) <= LS_TOLERANCE, abs(rel_near) <= LS_TOLERANCE
+        verdicts.append((r["metric"], printed, interval))
+        metric = str(r["metric"]).replace("*", "\\*")
+        yes = "yes" if printed else ("of the interval only" if interval else "no")
+        lines.append(f"| mean \\|{metric}\\| | {ours:.3f} | {pub:.{d}f} | {100 * rel:+.1f}% "
+                     f"| [{lo:.{d + 1}f}, {hi:.{d + 1}f}) | {100 * rel_near:+.1f}% | {yes} |")
+    met = [m.replace("*", "\\*") for m, p, _ in verdicts if p]
+    near = [m.replace("*", "\\*") for m, p, i in verdicts if not p and i]
+    far = [m.replace("*", "\\*") for m, p, i in verdicts if not (p or i)]
+    text = f"Within {100 * LS_TOLERANCE:.0f}% of the printed appendix value: " + (_join(met) if met else "none") + "."
+    if near:
+        text += (f" {_join(near)}: outside against the printed value, within against the nearest value that prints "
+                 "as it (the appendix gives two decimals).")
+    if far:
+        text += f" {_join(far)}: outside either way."
+    return "\n".join(lines) + "\n\n" + text + "\n"
