@@ -50,7 +50,7 @@ def test_committed_measurements_render_with_the_papers_values(files):
     c = compare(files[0])
     pgd = c[c["method"] == "Min eps PGD"]
     pub = dict(zip(pgd["dataset"], pgd["pub_iv_loo"], strict=True))
-    assert pub == {"CTG": 0.04, "German Credit": 0.28, "Taiwanese Credit": 0.04, "Seizure": 0.94}
+    assert pub == {"CTG": 0.04, "German Credit": 0.28, "Taiwanese Credit": 0.04, "Seizure": 0.94, "HELOC": 0.04}
     # the box of Min-ε PGD and SNS (the authors' one range): Taiwanese Credit's Min-ε PGD + SNS RS rate onto the paper's
     assert "| Min-ε PGD and SNS box | Taiwanese Credit, Min eps PGD + SNS | 20 |" in text
     assert "| 0.00 → 0.00 (0.00) | 0.17 → 0.09 (0.11) |" in text
@@ -103,3 +103,16 @@ def test_per_model_spread_is_rendered_from_its_file(files, tmp_path):
     df.to_csv(sd, index=False)
     assert "0.67 ± 0.20 under RS (paper 0.09 ± 0.04)" in render_causes(*files, model_sd=sd)
     assert "Table 3's SD" not in render_causes(*files, model_sd=tmp_path / "none.csv")
+
+
+def test_batch_order_rows_render_per_dataset(files):
+    """The batch-order measurement (train.py --order): one row per dataset and method, and per dataset the count of
+    cells within 0.05 under each order, read from the committed file."""
+    text = render_causes(*files)
+    assert "| batch order | CTG, Looveren et al. | 20 |" in text
+    assert "| 0.45 → 0.11 (0.11) | 0.41 → 0.18 (0.18) |" in text
+    assert ("- batch order (CTG): invalidation rates within 0.05 of the paper's in 1 → 4 of 10 cells") in text
+    assert ("- batch order (HELOC): invalidation rates within 0.05 of the paper's in 5 → 1 of 10 cells") in text
+    c = compare(files[0])
+    b = c[c["difference"] == "batch order"]
+    assert len(b) == 25 and set(b["dataset"]) == {"CTG", "German Credit", "HELOC", "Seizure", "Taiwanese Credit"}

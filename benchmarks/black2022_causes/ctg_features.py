@@ -68,7 +68,8 @@ def factuals_arg(argv: list[str]) -> tuple[list[str], int | None]:
     return argv, int(k) if k else None
 
 
-def pickle_path(ds: str, n, features: str, scaling: str = "loader") -> str:
-    """/tmp/bg/<dataset>_<n>[_<features>][_<scaling>].pkl (the defaults add nothing)."""
-    tail = "".join(f"_{v}" for v, default in ((features, "per_second"), (scaling, "loader")) if v != default)
+def pickle_path(ds: str, n, features: str, scaling: str = "loader", order: str = "reshuffled") -> str:
+    """/tmp/bg/<dataset>_<n>[_<features>][_<scaling>][_<order>].pkl (the defaults add nothing)."""
+    tail = "".join(f"_{v}" for v, default in ((features, "per_second"), (scaling, "loader"), (order, "reshuffled"))
+                   if v != default)
     return f"/tmp/bg/{ds}_{n}{tail}.pkl"

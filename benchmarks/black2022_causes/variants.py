@@ -1,6 +1,7 @@
 """Re-run the searches under candidate differences on one small trained population; print success, cost, IV.
 
 ``--factuals K``: a seeded K of the validation split, drawn as the study draws ``n_factuals`` (seed 0); default all.
+``--order file``: the population that train.py trained with ``--order file``.
 """
 import json
 import pickle
@@ -8,7 +9,7 @@ import sys
 import time
 
 import torch
-from ctg_features import factuals_arg, features_arg, pickle_path
+from ctg_features import factuals_arg, features_arg, option_arg, pickle_path
 from scaling import scaling_arg
 
 from ctbench.constraints import Constraints
@@ -19,15 +20,16 @@ from ctbench.generators import make_method
 argv, features = features_arg(sys.argv[1:])
 argv, scaling = scaling_arg(argv)
 argv, k = factuals_arg(argv)
+argv, order = option_arg(argv, "--order", "reshuffled")
 ds, n = argv[0], argv[1]
 which = argv[2].split(",")
-P = pickle.load(open(pickle_path(ds, n, features, scaling), "rb"))
+P = pickle.load(open(pickle_path(ds, n, features, scaling, order), "rb"))
 data, cons, base, retr = P["data"], P["cons"], P["base"], P["retr"]
 torch.set_num_threads(1)
 a = ARCHITECTURES[ds]
 rows = _factual_rows(len(data.y_test), k, 0)
 x = torch.as_tensor(data.X_test[rows], dtype=torch.float32)
-print("scaling", scaling, "factuals", len(rows), "of", len(data.y_test), flush=True)
+print("scaling", scaling, "order", order, "factuals", len(rows), "of", len(data.y_test), flush=True)
 X = data.X_train
 target = _targets(base, x, data.n_classes, 0)
 V = {
@@ -43,8 +45,10 @@ V = {
  # the authors' PGD box: foolbox bounds = one scalar range, the training data's overall min and max
  # (attack_utils.get_boundary_points: clamp = [np.min(clamp[0]), np.max(clamp[1])]), not each feature's own
  "pgd_scalar": ("min_eps_pgd", dict(max_epsilon=a.pgd_max_eps, seed=0)),
+ # the study's default under the reference fidelity: the authors' step and their box
+ "pgd_code_scalar": ("min_eps_pgd", dict(max_epsilon=a.pgd_max_eps, seed=0, step_rule="code")),
 }
-SCALAR_BOX = {"pgd_scalar"}
+SCALAR_BOX = {"pgd_scalar", "pgd_code_scalar"}
 scalar_cons = Constraints.build(data.n_features, domain=([float(X.min())] * data.n_features,
                                                          [float(X.max())] * data.n_features))
 out = {}
