@@ -16,7 +16,10 @@ committed as ``benchmarks/results/paper-dag.dot``, 298 jobs and ``all`` at f1092
    shared equally by its other jobs;
 4. ``--default`` seconds for rules without any record (data, tune_select, figures, book: modelled).
 
-Every job runs on one core (``threads_per_job: 1``), so a job's wall time is taken as its CPU time. The critical
+Every job runs on one core (``threads_per_job: 1``), so a job's wall time is taken as its CPU time, except a job
+whose own record shows more than :data:`MULTI_CORE` times as much CPU as wall time: it ran on several cores (the
+LeNet CT job's search at ``lenet.search_threads``; Snakemake gives such a job its threads' cores to itself), so its
+time is its recorded wall time. The critical
 path is the longest chain; the makespan is a list schedule on ``--cores`` cores (ready jobs by longest remaining
 chain first). ``--scale`` (CSV ``rule,factor,basis``) multiplies each rule's times, e.g. the estimate after the
 levers of issue 21 (``benchmarks/levers.csv``); ``--assume RULE=S`` sets every job of a rule to a modelled time
@@ -81,14 +84,25 @@ def fill_wildcards(nodes, parents) -> dict[int, dict[str, str]]:
 PART_FOLDERS = {"consistency_black2022": ("consistency", "black2022"), "consistency_ct": ("consistency", "ct")}
 
 
+#: a record with more than this many CPU-s per wall second ran on several cores: its wall time is its duration
+MULTI_CORE = 1.25
+
+
+def duration(cpu: float, wall: float | None) -> float:
+    """A job's time on the path: its CPU-s (one core), or its wall time where it ran on several cores."""
+    return wall if wall and cpu > MULTI_CORE * wall else cpu
+
+
 def read_records(folder: Path | None) -> dict[str, list[tuple[str, float]]]:
-    """Rule → (record name, CPU-s) of every ``benchmark:`` record under ``folder``; a ``<rule>_<part>`` folder's
-    records go to the rule, the part put in front of the name (so that wildcard matching sees it)."""
+    """Rule → (record name, seconds: :func:`duration`) of every ``benchmark:`` record under ``folder``; a
+    ``<rule>_<part>`` folder's records go to the rule, the part put in front of the name (so that wildcard matching
+    sees it)."""
     out = defaultdict(list)
     if folder is not None and folder.is_file():  # a result set's report/benchmarks_jobs.csv (ctbench stage-times)
         for r in csv.DictReader(folder.open()):
             rule, part = PART_FOLDERS.get(r["stage"], (r["stage"], None))
-            out[rule].append((f"{part}_{r['job']}" if part else r["job"], float(r["cpu_seconds"])))
+            wall = float(r["wall_seconds"]) if r.get("wall_seconds") else None
+            out[rule].append((f"{part}_{r['job']}" if part else r["job"], duration(float(r["cpu_seconds"]), wall)))
         return out
     if folder is None or not folder.is_dir():
         return out
@@ -96,7 +110,8 @@ def read_records(folder: Path | None) -> dict[str, list[tuple[str, float]]]:
         rows = list(csv.DictReader(f.open(), delimiter="\t"))
         own = f.with_suffix(".cpu.json")  # the kernel's count of the job (python -m ctbench.cpu_record): preferred
         if own.is_file():
-            rows = [{"cpu_time": json.loads(own.read_text())["cpu_seconds"]}]
+            rec = json.loads(own.read_text())
+            rows = [{"cpu_time": duration(rec["cpu_seconds"], rec.get("wall_seconds"))}]
         if rows:
             r = rows[-1]
             v = r.get("cpu_time") or r.get("s")

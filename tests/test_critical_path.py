@@ -129,3 +129,31 @@ def test_a_result_sets_job_records_give_the_folders_times(tmp_path):
     inherited = cp.fill_wildcards(nodes, parents)
     assert (cp.job_times(nodes, from_file, {}, {}, 10.0, inherited)
             == cp.job_times(nodes, from_folder, {}, {}, 10.0, inherited))
+
+
+def test_a_job_on_several_cores_counts_its_wall_time(tmp_path):
+    """A job whose own record shows well over one CPU-second per wall second ran on several cores (the LeNet CT job
+    at ``lenet.search_threads``): on the path it takes its wall time, from the folder and from the result set's
+    file alike; a one-core job keeps its CPU time."""
+    import json
+
+    from ctbench.cli import main
+
+    bench = tmp_path / "benchmarks"
+    _record(bench, "lenet_train", "mnist_vanilla_s0", 90.0)
+    # Snakemake's own record of the two-thread job: its wall time, and the CPU its sampling saw
+    (bench / "lenet_train" / "mnist_full_s0.tsv").write_text("s\tcpu_time\n480.0\t700.0\n")
+    (bench / "lenet_train" / "mnist_full_s0.cpu.json").write_text(json.dumps(
+        {"user_seconds": 890.0, "system_seconds": 10.0, "cpu_seconds": 900.0, "wall_seconds": 480.0,
+         "max_rss_mb": 1500.0, "exit_code": 0}))
+    (bench / "lenet_train" / "mnist_vanilla_s0.cpu.json").write_text(json.dumps(
+        {"user_seconds": 99.0, "system_seconds": 1.0, "cpu_seconds": 100.0, "wall_seconds": 90.0,
+         "max_rss_mb": 900.0, "exit_code": 0}))
+    assert dict(cp.read_records(bench)["lenet_train"]) == {"mnist_full_s0": 480.0, "mnist_vanilla_s0": 100.0}
+    # the own record's CPU, not Snakemake's sample, and its wall: it ran on ~2 cores
+    jobs = tmp_path / "report" / "benchmarks_jobs.csv"
+    assert main(["stage-times", "--benchmarks", str(bench), "--out", str(tmp_path / "report" / "benchmarks.csv"),
+                 "--jobs-out", str(jobs)]) == 0
+    assert dict(cp.read_records(jobs)["lenet_train"]) == {"mnist_full_s0": 480.0, "mnist_vanilla_s0": 100.0}
+    assert cp.duration(100.0, 95.0) == 100.0 and cp.duration(100.0, None) == 100.0
+    assert cp.duration(130.0, 100.0) == 100.0
