@@ -217,3 +217,16 @@ def test_ls_target_against_the_printed_value_and_its_interval(tmp_path):
     rows[0]["ct_mean_abs"] = 2.70
     pd.DataFrame(rows).to_csv(tmp_path / "appendix_ci.csv", index=False)
     assert "printed appendix value: none." in render_ls_target(tmp_path)
+
+
+def test_target_texts_without_published_columns(tmp_path):
+    """A profile whose datasets have no published Table 1 or appendix values (a custom dataset): each target text
+    says so instead of failing."""
+    from ctbench.report.text.discrepancy_text import render_ls_target, render_table1_causes
+
+    pd.DataFrame([{"dataset": "Toy", "metric": "IP", "reduction_pct": 10.0, "pm": 1.0, "significant": True}]).to_csv(
+        tmp_path / "table1.csv", index=False)
+    pd.DataFrame([{"dataset": "Toy", "metric": "IP", "ct_mean_abs": 1.0, "bl_mean_abs": 2.0}]).to_csv(
+        tmp_path / "appendix_ci.csv", index=False)
+    assert "no cell compared" in render_table1_causes(tmp_path)
+    assert "no published values" in render_ls_target(tmp_path)

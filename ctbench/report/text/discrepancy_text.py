@@ -421,6 +421,9 @@ def render_table1_causes(report: str | Path, variants_of: str | Path | None = No
     t1 = read_report_csv(report, "table1.csv")
     if t1 is None:
         return "*Table 1 has not been computed for this result set.*\n"
+    versions = [c for c in (f"{PRIMARY}_agreement", "satml_2026_agreement") if c in t1]
+    if len(versions) < 2:
+        return "*This result set's Table 1 has no cell compared with the July preprint and the final version.*\n"
     per_seed = read_report_csv(report, CELL_SEEDS_FILE)
     variants = variant_folders(variants_of if variants_of is not None else report)
     cells = t1[(t1["dataset"] != "Avg.") & t1[f"{PRIMARY}_agreement"].notna()]
@@ -470,7 +473,10 @@ def render_ls_target(report: str | Path) -> str:
     ci = read_report_csv(Path(report), "appendix_ci.csv")
     if ci is None:
         return "*The appendix CI table has not been computed for this result set.*\n"
+    if not {"dataset", "metric", "ct_mean_abs", "pub_ct_mean_abs"} <= set(ci.columns):
+        return "*The appendix CI table of this result set has no published values beside ours.*\n"
     rows = ci[(ci["dataset"] == "LS") & ci["metric"].isin(["IP", "IP*"])].drop_duplicates(["dataset", "metric"])
+    rows = rows[pd.to_numeric(rows["pub_ct_mean_abs"], errors="coerce").notna()]
     if not len(rows):
         return "*The appendix CI table has no LS row in this result set.*\n"
     lines = ["| LS, CT | ours | appendix | relative to the printed value | printed interval | relative to its nearest "
