@@ -1,11 +1,16 @@
 """Each epoch's counterfactual search at its own intra-op thread count, the rest of training at the config's.
 
-The search of a LeNet CT epoch (94% of its time, issue 21) gives bitwise the same counterfactuals at any thread
-count: oneDNN's convolutions and max-pooling partition the rows of the batch, and the input gradient is reduced
-per row. The weight gradient is not (its reduction over the batch splits by thread), so the model is only bitwise
-the one-thread model when the search alone runs at several threads
-(``benchmarks/results/lenet-search-threads.md``). ``ctbench train --search-threads N`` uses this; only
-``ctbench.cli.train_cmds`` imports this module, so the other commands' code fingerprints do not see it.
+The search of a LeNet CT epoch (94% of its time, issue 21) was measured to give the same counterfactuals at 1-16
+threads on the first epochs' shapes (oneDNN's convolutions and max-pooling partition the rows of the batch, the input
+gradient is reduced per row; ``benchmarks/results/lenet-search-threads.md``), while the weight gradient is not (its
+reduction over the batch splits by thread); hence the search alone at several threads. **Not bitwise over a whole
+run:** the paper profile's LeNet CT job (100 epochs) with its search at 2 threads first differs from the one-thread
+model in epoch 12's loss (6e-7 relative) and ends a different model, whose report rows move
+(``benchmarks/results/lenet-threads-cpu2.md``, 2026-11-28). So ``--search-threads`` is a speed setting that moves
+numbers, and ``lenet.search_threads`` stays null in the committed profile. ``ctbench train --search-threads N`` uses
+this; only ``ctbench.cli.train_cmds`` imports this module, so the other commands' code fingerprints do not see it.
+(The option's help text still says "bit for bit"; it is in ``train_cmds``'s fingerprint, so its correction waits for
+the next regeneration of the training stages.)
 """
 
 from __future__ import annotations

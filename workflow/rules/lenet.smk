@@ -34,8 +34,9 @@ if W.jobs("lenet"):
             config=lambda w: json.dumps(W.job("lenet", w)["config"], sort_keys=True),
             code=code("train_cmds"),
             cpu=f"{RES}/benchmarks/lenet_train/{{dataset}}_{{objective}}_s{{seed}}.cpu.json",
-            # the search alone at the job's threads (bitwise across thread counts), the weight update at
-            # threads_per_job (not bitwise across them): `ctbench train --search-threads`; BL has no search
+            # the search alone at the job's threads, the weight update at threads_per_job: `ctbench train
+            # --search-threads`; BL has no search. Not bitwise across thread counts over 100 epochs (the search's
+            # bits first differ in epoch 12 at 2 threads: benchmarks/results/lenet-threads-cpu2.md)
             threads=config.get("threads_per_job", 1),
         threads: lenet_threads
         resources:
