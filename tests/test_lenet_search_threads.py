@@ -1,5 +1,7 @@
-"""``ctbench train --search-threads N`` (issue 21): LeNet's counterfactual search gives the same bits at any thread
-count, so a CT LeNet trained with its search at N threads and the rest at one is the one-thread model bit for bit."""
+"""``ctbench train --search-threads N`` (issue 21): on the shapes tested here LeNet's counterfactual search gives the
+same bits at any thread count, so a short CT LeNet trained with its search at N threads and the rest at one is the
+one-thread model bit for bit. Not over a whole run: the paper profile's 100-epoch job first differs in epoch 12 at 2
+threads (benchmarks/results/lenet-threads-cpu2.md), which is why ``lenet.search_threads`` stays null in paper.yaml."""
 
 import json
 import os
