@@ -480,7 +480,7 @@ def render_ls_target(report: str | Path) -> str:
     if not len(rows):
         return "*The appendix CI table has no LS row in this result set.*\n"
     lines = ["| LS, CT | ours | appendix | relative to the printed value | printed interval | relative to its nearest "
-             "end | within 5% |", "|---|---|---|---|---|---|---|"]
+             f"end | within {100 * LS_TOLERANCE:.0f}% |", "|---|---|---|---|---|---|---|"]
     verdicts = []
     for _, r in rows.iterrows():
         ours, pub = float(r["ct_mean_abs"]), float(r["pub_ct_mean_abs"])
@@ -500,7 +500,7 @@ def render_ls_target(report: str | Path) -> str:
     text = f"Within {100 * LS_TOLERANCE:.0f}% of the printed appendix value: " + (_join(met) if met else "none") + "."
     if near:
         text += (f" {_join(near)}: outside against the printed value, within against the nearest value that prints "
-                 "as it (the appendix gives two decimals).")
+                 "as it (the appendix rounds its values).")
     if far:
         text += f" {_join(far)}: outside either way."
     return "\n".join(lines) + "\n\n" + text + "\n"
