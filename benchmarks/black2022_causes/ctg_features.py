@@ -73,3 +73,20 @@ def pickle_path(ds: str, n, features: str, scaling: str = "loader", order: str =
     tail = "".join(f"_{v}" for v, default in ((features, "per_second"), (scaling, "loader"), (order, "reshuffled"))
                    if v != default)
     return f"/tmp/bg/{ds}_{n}{tail}.pkl"
+
+
+def load_population(ds: str, n, features: str, scaling: str, k: int | None, order: str = "reshuffled"):
+    """The population ``train.py`` pickled and the searches' inputs as the study draws them: (data, cons, base,
+    retr, architecture, factual rows, factuals x, targets); one torch thread."""
+    import pickle
+
+    import torch
+
+    from ctbench.experiments.consistency import ARCHITECTURES, _factual_rows, _targets
+
+    P = pickle.load(open(pickle_path(ds, n, features, scaling, order), "rb"))
+    data, cons, base, retr = P["data"], P["cons"], P["base"], P["retr"]
+    torch.set_num_threads(1)
+    rows = _factual_rows(len(data.y_test), k, 0)
+    x = torch.as_tensor(data.X_test[rows], dtype=torch.float32)
+    return data, cons, base, retr, ARCHITECTURES[ds], rows, x, _targets(base, x, data.n_classes, 0)

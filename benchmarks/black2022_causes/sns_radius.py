@@ -7,25 +7,17 @@ pickled by train.py (datasets' study scalings), with the study's search settings
     python benchmarks/black2022_causes/sns_radius.py heloc_b22 20 loader 1000
 """
 import json
-import pickle
 import sys
 from dataclasses import replace
 
 import torch
-from ctg_features import pickle_path
+from ctg_features import load_population
 
-from ctbench.experiments.consistency import ARCHITECTURES, _factual_rows, _targets
 from ctbench.experiments.consistency_search import SearchContext, evaluate, search_methods
 
 ds, n, scaling = sys.argv[1], sys.argv[2], sys.argv[3]
 k = int(sys.argv[4]) if len(sys.argv) > 4 else None
-P = pickle.load(open(pickle_path(ds, n, "per_second", scaling), "rb"))
-data, cons, base, retr = P["data"], P["cons"], P["base"], P["retr"]
-torch.set_num_threads(1)
-a = ARCHITECTURES[ds]
-rows = _factual_rows(len(data.y_test), k, 0)
-x = torch.as_tensor(data.X_test[rows], dtype=torch.float32)
-target = _targets(base, x, data.n_classes, 0)
+data, cons, base, retr, a, rows, x, target = load_population(ds, n, "per_second", scaling, k)
 ctx = SearchContext(a.pgd_max_eps, 0.8 * a.pgd_max_eps, "paper", a.l1_step, a.l2_step, a.latent_radius,
                     data.X_train, None, None, 0, elastic_net_box="art", pgd_step_rule="code", search_box="scalar")
 found, _ = search_methods(base, x, target, cons, ["min_eps_pgd"], ctx)

@@ -18,17 +18,15 @@ X_train.max()]``, one range for every feature, to the PGD and to SNS), and the s
 gradient is below 1e-7 (and 1e-6) in norm.
 """
 import json
-import pickle
 import sys
 import time
 from dataclasses import replace
 
 import torch
-from ctg_features import factuals_arg, features_arg, pickle_path
+from ctg_features import factuals_arg, features_arg, load_population
 from scaling import scaling_arg
 
 import ctbench.generators.sns as sns_module
-from ctbench.experiments.consistency import ARCHITECTURES, _factual_rows, _targets
 from ctbench.experiments.consistency_search import SearchContext, evaluate, search_methods
 from ctbench.generators._batch import unit_rows
 from ctbench.generators.sns import riemann_grid
@@ -62,13 +60,7 @@ def main(argv):
     argv, scaling = scaling_arg(argv)
     argv, k = factuals_arg(argv)
     ds, n = argv[0], argv[1]
-    P = pickle.load(open(pickle_path(ds, n, features, scaling), "rb"))
-    data, cons, base, retr = P["data"], P["cons"], P["base"], P["retr"]
-    torch.set_num_threads(1)
-    a = ARCHITECTURES[ds]
-    rows = _factual_rows(len(data.y_test), k, 0)
-    x = torch.as_tensor(data.X_test[rows], dtype=torch.float32)
-    target = _targets(base, x, data.n_classes, 0)
+    data, cons, base, retr, a, rows, x, target = load_population(ds, n, features, scaling, k)
     ctx = SearchContext(a.pgd_max_eps, 0.8 * a.pgd_max_eps, "paper", a.l1_step, a.l2_step, a.latent_radius,
                         data.X_train, None, None, 0, elastic_net_box="art", pgd_step_rule="code",
                         search_box="feature")
