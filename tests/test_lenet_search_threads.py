@@ -1,10 +1,12 @@
-"""``ctbench train --search-threads N`` (issue 21): on the shapes tested here LeNet's counterfactual search gives the
-same bits at any thread count, so a short CT LeNet trained with its search at N threads and the rest at one is the
-one-thread model bit for bit. Not over a whole run: the paper profile's 100-epoch job first differs in epoch 12 at 2
-threads (benchmarks/results/lenet-threads-cpu2.md), which is why ``lenet.search_threads`` stays null in paper.yaml."""
+"""``ctbench train --search-threads N`` and the search's ``workers`` (issue 21): the rows of one search split into N
+chunks searched at once, each on one thread at one intra-op thread. For LeNet's search a row's bits do not depend
+on the batch it is searched in, so any split, down to one row at a time, gives the one-thread search bit for bit,
+and a CT LeNet trained with it is the one-thread model. (An earlier version ran the search at N intra-op threads,
+which split each operator's rows and moved the model: benchmarks/results/lenet-threads-cpu2.md.)"""
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,8 +14,11 @@ import torch
 
 from ctbench.cli import main
 from ctbench.errors import UserInputError
+from ctbench.generators import row_chunks
 from ctbench.generators.base import Convergence
 from ctbench.generators.ecco import ECCoGenerator
+from ctbench.generators.generic import GenericGenerator
+from ctbench.generators.result import CounterfactualResult
 from ctbench.models import LeNet
 from ctbench.training import trainer
 from ctbench.training.search_threads import search_threads
@@ -21,7 +26,8 @@ from ctbench.training.search_threads import search_threads
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("CTBENCH_DATA", ROOT.parent / "shared" / "data"))
 TINY = {"data": {"name": "mnist", "params": {"n_per_class": 20, "n_val": 20}}, "model": {"type": "lenet"},
-        "training": {"epochs": 2, "batch_size": 50, "nce": 60}, "seed": 1}
+        "training": {"epochs": 2, "batch_size": 50, "nce": 200}, "seed": 1}
+FIELDS = ("counterfactual", "nascent", "steps", "prob_target", "mature", "initially_valid")
 
 
 @pytest.fixture
@@ -31,36 +37,73 @@ def threads():
     torch.set_num_threads(before)
 
 
-def test_the_lenet_search_is_bitwise_across_thread_counts(threads):
-    """The premise: rows retire at different steps (the batch shrinks), and every thread count gives the same bits."""
+def bits(t: torch.Tensor) -> torch.Tensor:
+    return t.contiguous().view(torch.int32) if t.dtype == torch.float32 else t
+
+
+def sharp_case(n: int = 300):
     g = torch.Generator().manual_seed(0)
-    model, x = LeNet(generator=g), torch.rand(300, 784, generator=g)
-    target = torch.randint(0, 10, (300,), generator=g)
+    model, x = LeNet(generator=g), torch.rand(n, 784, generator=g)
+    target = torch.randint(0, 10, (n,), generator=g)
     with torch.no_grad():  # sharper logits, so that rows pass τ at every step from 0 to 12
         model.head[-1].weight.mul_(20)
-    runs = []
-    for n in (1, 2, 3):
-        torch.set_num_threads(n)
-        r = ECCoGenerator(step_size=0.05).search(model, x, target, convergence=Convergence("threshold", 0.5, 12))
-        runs.append(r)
-    assert len(runs[0].steps.unique()) == 13  # rows retired at every step: the batch shrank 12 times
-    for r in runs[1:]:
-        for f in ("counterfactual", "nascent", "steps", "prob_target", "mature"):
-            assert torch.equal(getattr(r, f), getattr(runs[0], f)), f
+    return model, x, target
 
 
-def test_only_the_search_runs_at_n_threads(threads, monkeypatch):
-    seen = []
-    monkeypatch.setattr(trainer, "generate_epoch_counterfactuals", lambda: seen.append(torch.get_num_threads()))
-    recorder = trainer.generate_epoch_counterfactuals
+@pytest.mark.parametrize("gen", [ECCoGenerator(step_size=0.05), GenericGenerator(step_size=0.05, lambda_cost=0.01)])
+def test_a_rows_bits_do_not_depend_on_its_batch(gen, threads):
+    """One search of 300 rows at one thread; the same rows in 2 and 3 workers, and the first 12 rows each searched
+    alone (batches of one row, whose tails pass every small size): every field bit for bit."""
     torch.set_num_threads(1)
+    model, x, target = sharp_case()
+    conv = Convergence("threshold", 0.5, 12)
+    whole = gen.search(model, x, target, convergence=conv)
+    assert len(whole.steps.unique()) == 13  # rows retired at every step: the batch shrank 12 times
+    for workers in (2, 3):
+        split = gen.search(model, x, target, convergence=conv, workers=workers)
+        for f in FIELDS:
+            assert torch.equal(bits(getattr(split, f)), bits(getattr(whole, f))), (workers, f)
+    for i in range(12):
+        alone = gen.search(model, x[i:i + 1], target[i:i + 1], convergence=conv)
+        for f in FIELDS:
+            assert torch.equal(bits(getattr(alone, f)), bits(getattr(whole, f)[i:i + 1])), (i, f)
+    assert torch.get_num_threads() == 1
+
+
+def test_chunks_run_at_one_intra_op_thread_on_their_own_threads(threads):
+    """Three chunks, each on a worker thread at one intra-op thread, concatenated in row order; the caller's
+    thread count is untouched; small batches are not split below MIN_CHUNK_ROWS rows a chunk."""
+    torch.set_num_threads(2)
+    seen = []
+
+    def search(x, t):  # a stand-in search that records where it ran and marks its rows
+        seen.append((threading.current_thread().name, torch.get_num_threads(), x.shape[0]))
+        flag = torch.zeros(x.shape[0], dtype=torch.bool)
+        return CounterfactualResult(x, t, x + 1, x.clone(), flag, t.clone(), x[:, 0], flag)
+
+    x, t = torch.arange(200.0)[:, None].repeat(1, 3), torch.arange(200)
+    res = row_chunks.search_row_chunks(search, x, t, workers=3)
+    assert torch.equal(res.counterfactual, x + 1) and torch.equal(res.steps, t)  # rows back in their order
+    assert torch.get_num_threads() == 2
+    assert sorted(n for *_, n in seen) == [66, 67, 67]
+    assert all(name.startswith("ctbench-search") and k == 1 for name, k, _ in seen)
+    assert row_chunks.chunk_bounds(100, 8) == [(0, 100)]
+    assert row_chunks.chunk_bounds(130, 8) == [(0, 65), (65, 130)]
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="workers"):
+            row_chunks.search_row_chunks(search, x, t, workers=bad)
+
+
+def test_the_trainer_passes_n_workers_to_the_search(monkeypatch):
+    seen = []
+    monkeypatch.setattr(trainer, "generate_epoch_counterfactuals", lambda **kw: seen.append(kw))
+    recorder = trainer.generate_epoch_counterfactuals
     with search_threads(3):
         trainer.generate_epoch_counterfactuals()
-        assert torch.get_num_threads() == 1  # restored after the search
-    assert seen == [3] and trainer.generate_epoch_counterfactuals is recorder
+    assert seen == [{"search_workers": 3}] and trainer.generate_epoch_counterfactuals is recorder
     with search_threads(None):
         trainer.generate_epoch_counterfactuals()
-    assert seen == [3, 1]
+    assert seen == [{"search_workers": 3}, {}]
     for bad in (0, -2, 1.5, True):
         with pytest.raises(UserInputError, match="--search-threads"), search_threads(bad):
             pass
@@ -72,12 +115,12 @@ def test_cli_search_threads_trains_the_one_thread_model(tmp_path, monkeypatch, t
     one, two = tmp_path / "one.pt", tmp_path / "two.pt"
     cfg = json.dumps(TINY)
     assert main(["train", "--config-json", cfg, "--out", str(one), "--quiet"]) == 0
-    assert main(["train", "--config-json", cfg, "--out", str(two), "--quiet", "--search-threads", "2"]) == 0
+    assert main(["train", "--config-json", cfg, "--out", str(two), "--quiet", "--search-threads", "3"]) == 0
     a, b = (torch.load(p, weights_only=True) for p in (one, two))
     assert a["state_dict"].keys() == b["state_dict"].keys()
     assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
-    assert b["meta"]["search_threads"] == 2 and "search_threads" not in a["meta"]
-    assert json.loads(Path(f"{two}.json").read_text())["search_threads"] == 2
+    assert b["meta"]["search_threads"] == 3 and "search_threads" not in a["meta"]
+    assert json.loads(Path(f"{two}.json").read_text())["search_threads"] == 3
     # a population searches together: refused, not silently ignored
     assert main(["train", "--config-json", cfg, "--config-json", cfg, "--out", str(tmp_path / "p.pt"),
                  "--out", str(tmp_path / "q.pt"), "--quiet", "--search-threads", "2"]) != 0

@@ -4,6 +4,8 @@ per process, nothing where the C library is not glibc or the user set glibc's ow
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 
 import pytest
 
@@ -65,6 +67,35 @@ def test_real_c_library(monkeypatch):
         monkeypatch.delenv(v, raising=False)
     expected = "set" if platform.libc_ver()[0] == "glibc" else "unavailable"
     assert runtime.keep_freed_memory() == expected
+
+
+def test_single_arena_once_and_the_users_variable_wins(fresh, monkeypatch):
+    assert runtime.single_malloc_arena() == "set"
+    assert fresh == [(runtime.M_ARENA_MAX, 1)]
+    assert runtime.single_malloc_arena() == "set" and len(fresh) == 1  # once per process
+    monkeypatch.setattr(runtime, "_state", {})
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert runtime.single_malloc_arena() == "user" and len(fresh) == 1
+    monkeypatch.setattr(runtime, "_state", {})
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    monkeypatch.setattr(runtime, "_glibc_mallopt", lambda: None)
+    assert runtime.single_malloc_arena() == "unavailable"
+
+
+def test_the_command_line_sets_the_single_arena_on_import():
+    """Before numpy's import starts threads (an arena a thread took earlier stays in use by later threads)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import ctbench.cli; from ctbench import runtime; "
+            "print(runtime._state.get('arena'), 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}).stdout.split()
+    import platform
+
+    assert out == ["set" if platform.libc_ver()[0] == "glibc" else "unavailable", "True"]
+    src = (Path(runtime.__file__).parent / "cli" / "__init__.py").read_text()
+    assert src.index("single_malloc_arena()") < src.index("from . import (")
 
 
 class Called(Exception):

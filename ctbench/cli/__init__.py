@@ -13,7 +13,11 @@ import os
 import sys
 from pathlib import Path
 
-from . import (
+from ..runtime import single_malloc_arena
+
+single_malloc_arena()  # before numpy's import starts threads: a search's worker threads share the main arena
+
+from . import (  # noqa: E402
     bench_cmds,
     check_cmds,
     data_cmds,
@@ -25,7 +29,7 @@ from . import (
     study_cmds,
     train_cmds,
 )
-from .out_check import check_out_is_not_an_input
+from .out_check import check_out_is_not_an_input  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:

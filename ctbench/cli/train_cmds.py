@@ -167,9 +167,9 @@ def add_cli(sub) -> None:
                    "sidecar (= training.keep_failed: true); the exit code stays 1")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.add_argument("--search-threads", dest="search_threads", type=int, metavar="N",
-                   help="run each epoch's counterfactual search at N intra-op threads and the rest at the config's "
-                   "threads: the same model bit for bit as one thread (the search is bitwise across thread "
-                   "counts, the weight update is not); recorded in the sidecar as search_threads")
+                   help="split each epoch's counterfactual search into N row chunks searched at once, each on "
+                   "one thread, the rest at the config's threads: for LeNet the one-thread model bit for bit; "
+                   "recorded in the sidecar as search_threads")
     t.set_defaults(func=_cmd_train)
 
     g = sub.add_parser("generate", help="counterfactuals for given factuals with a saved model")

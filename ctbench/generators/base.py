@@ -35,6 +35,7 @@ from ..constraints import Constraints
 from .lenet_grad import LeNetLayers, lenet_forward, lenet_layers
 from .mlp_grad import mlp_layers
 from .result import CounterfactualResult
+from .row_chunks import search_row_chunks
 from .step import StepRule, move, to_domain
 
 
@@ -153,8 +154,14 @@ class GradientGenerator:
     # -- the search ----------------------------------------------------------------------------------------------
     def search(self, model: nn.Module, x: torch.Tensor, target: torch.Tensor,
                constraints: Constraints | None = None, convergence: Convergence | None = None,
-               generator: torch.Generator | None = None) -> CounterfactualResult:
-        """Search counterfactuals for a batch of factuals ``x`` (B, D) and target classes ``target`` (B,)."""
+               generator: torch.Generator | None = None, workers: int = 1) -> CounterfactualResult:
+        """Search counterfactuals for a batch of factuals ``x`` (B, D) and target classes ``target`` (B,).
+
+        ``workers`` > 1 splits the rows into that many contiguous chunks searched at once on as many threads,
+        each at one intra-op thread (:mod:`.row_chunks`). For LeNet's search by hand every row's bits are then
+        those of the one-thread search of the whole batch, whatever the number of workers (tested); other paths
+        run at one intra-op thread too but are not promised bitwise against an unsplit search.
+        """
         conv = convergence or Convergence()
         x, target, cons = check_batch(x, target, constraints)
         if x.shape[0] == 0:  # nothing to search: an empty result at once (the step loop needs a row to finish)
@@ -163,11 +170,21 @@ class GradientGenerator:
             layers = self._closed_form_layers(model)
             if layers is not None:
                 from .mlp_search import search_mlp
-                return search_mlp(self, model, layers, x, target, cons, conv)
-            if self.latent:
-                return self._search(model, x, target, cons, conv, generator, fused=False)
-            lenet = lenet_layers(model) if self._penalty_through_logits() else None
-            return self._search(model, x, target, cons, conv, generator, fused=True, lenet=lenet)
+
+                def one(xs, ts):
+                    return search_mlp(self, model, layers, xs, ts, cons, conv)
+            elif self.latent:  # the latent encoding draws from ``generator``: one chunk keeps the draws in order
+                workers = 1
+
+                def one(xs, ts):
+                    return self._search(model, xs, ts, cons, conv, generator, fused=False)
+            else:
+                lenet = lenet_layers(model) if self._penalty_through_logits() else None
+
+                def one(xs, ts):
+                    return self._search(model, xs, ts, cons, conv, generator, fused=True, lenet=lenet)
+
+            return search_row_chunks(one, x, target, workers)
 
     def _penalty_through_logits(self) -> bool:
         """Whether the penalty depends on x' only through the logits (in feature space; the L1 cost is added in

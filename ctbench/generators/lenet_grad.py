@@ -18,7 +18,11 @@ record (the same logits, bit for bit), keeps only what the backward needs, and r
 * ReLU after each max-pool (on a quarter of the values), and conv2 on a channels-last copy of its input (the
   same bits; its output then channels-last, where the pool's kernel is several times faster);
 * rows that finished at this step are dropped before the backward (autograd's graph held them), where enough
-  rows remain (:data:`MIN_ROWS_PER_THREAD`): the kernels of smaller batches round differently.
+  rows remain (:data:`MIN_ROWS_PER_THREAD`): the kernels of smaller batches round differently;
+* the linear layers' products of fewer than :data:`MIN_GEMM_ROWS` rows are taken on zero-padded rows: MKL's
+  products of 1–3 rows round differently from larger ones (the convolutions do not), so a row's bits would depend
+  on how many rows its batch still had. Padded, they do not (at one intra-op thread), which is what lets the
+  search split its rows over threads (:meth:`.base.GradientGenerator.search`'s ``workers``) bit for bit.
 
 :func:`flip_conv_matches` and :func:`channels_last_conv2_matches` check the two convolution identities on the
 running machine and library once per process (without oneDNN neither holds); where one does not hold bit for bit
@@ -37,6 +41,9 @@ from torch import nn
 #: differently where a thread's share of rows is 1–3 (1 thread: batches of 1–3; 2 threads: also 5–7 and 9–11 rows;
 #: benchmarks/README.md, "Issue 21, LeNet CT's CPU"), so narrowing keeps a wide margin
 MIN_ROWS_PER_THREAD = 16
+#: the fewest rows a linear layer's product is taken on (zero rows padded on, then dropped): at one thread MKL's
+#: products of 1–3 rows round differently from products of 4 or more, whose rows all get the same bits
+MIN_GEMM_ROWS = 4
 _PROBED: dict[tuple, bool] = {}
 
 
@@ -159,9 +166,9 @@ class LeNetForward:
         p1, i1, p2, i2, h1, h2 = saved
         n = p1.shape[0]
         (w3, _), (w4, _), (w5, _) = L.fc
-        g = torch.ops.aten.threshold_backward(g_logits.mm(w5), h2, 0)
-        g = torch.ops.aten.threshold_backward(g.mm(w4), h1, 0)
-        g = torch.ops.aten.threshold_backward(g.mm(w3).view(n, 16, 7, 7), p2, 0)
+        g = torch.ops.aten.threshold_backward(_mm(g_logits, w5), h2, 0)
+        g = torch.ops.aten.threshold_backward(_mm(g, w4), h1, 0)
+        g = torch.ops.aten.threshold_backward(_mm(g, w3).view(n, 16, 7, 7), p2, 0)
         g2 = g.new_zeros((n, 16, 196)).scatter_add_(2, i2.view(n, 16, 49), g.view(n, 16, 49)).view(n, 16, 14, 14)
         g = torch.ops.aten.convolution_backward(g2, p1, L.conv2[0], None, [1, 1], [2, 2], [1, 1], False, [0, 0], 1,
                                                 [True, False, False])[0]
@@ -175,6 +182,22 @@ class LeNetForward:
             gx = _conv1_grad_reference(g1.view(n, 6, 28, 28), L.conv1[0])
         gx = gx.reshape(n, 784)
         return gx[keep] if keep is not None and not narrow else gx
+
+
+def _padded(a: torch.Tensor) -> torch.Tensor:
+    return torch.cat([a, a.new_zeros((MIN_GEMM_ROWS - a.shape[0], *a.shape[1:]))])
+
+
+def _mm(a: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``a @ w`` with each row's bits independent of ``a``'s row count (:data:`MIN_GEMM_ROWS`)."""
+    n = a.shape[0]
+    return a.mm(w) if n >= MIN_GEMM_ROWS else _padded(a).mm(w)[:n]
+
+
+def _linear(a: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``F.linear`` with each row's bits independent of ``a``'s row count (:data:`MIN_GEMM_ROWS`)."""
+    n = a.shape[0]
+    return F.linear(a, w, b) if n >= MIN_GEMM_ROWS else F.linear(_padded(a), w, b)[:n]
 
 
 def _relu_pool(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -199,10 +222,10 @@ def lenet_forward(layers: LeNetLayers, x: torch.Tensor) -> LeNetForward:
         p2, i2 = p2.contiguous(), i2.contiguous()
     else:
         p2, i2 = _relu_pool(F.conv2d(p1, w2, b2, padding=2))
-    h1 = torch.relu(F.linear(p2.reshape(p2.shape[0], -1), w3, b3))
-    h2 = torch.relu(F.linear(h1, w4, b4))
-    return LeNetForward(layers, F.linear(h2, w5, b5), p1, i1, p2, i2, h1, h2)
+    h1 = torch.relu(_linear(p2.reshape(p2.shape[0], -1), w3, b3))
+    h2 = torch.relu(_linear(h1, w4, b4))
+    return LeNetForward(layers, _linear(h2, w5, b5), p1, i1, p2, i2, h1, h2)
 
 
-__all__ = ["MIN_ROWS_PER_THREAD", "LeNetForward", "LeNetLayers", "channels_last_conv2_matches", "flip_conv_matches",
-           "lenet_forward", "lenet_layers"]
+__all__ = ["MIN_GEMM_ROWS", "MIN_ROWS_PER_THREAD", "LeNetForward", "LeNetLayers", "channels_last_conv2_matches",
+           "flip_conv_matches", "lenet_forward", "lenet_layers"]

@@ -1,16 +1,12 @@
-"""Each epoch's counterfactual search at its own intra-op thread count, the rest of training at the config's.
+"""Each epoch's counterfactual search on several threads, the rest of training at the config's threads (issue 21).
 
-The search of a LeNet CT epoch (94% of its time, issue 21) was measured to give the same counterfactuals at 1-16
-threads on the first epochs' shapes (oneDNN's convolutions and max-pooling partition the rows of the batch, the input
-gradient is reduced per row; ``benchmarks/results/lenet-search-threads.md``), while the weight gradient is not (its
-reduction over the batch splits by thread); hence the search alone at several threads. **Not bitwise over a whole
-run:** the paper profile's LeNet CT job (100 epochs) with its search at 2 threads first differs from the one-thread
-model in epoch 12's loss (6e-7 relative) and ends a different model, whose report rows move
-(``benchmarks/results/lenet-threads-cpu2.md``, 2026-11-28). So ``--search-threads`` is a speed setting that moves
-numbers, and ``lenet.search_threads`` stays null in the committed profile. ``ctbench train --search-threads N`` uses
-this; only ``ctbench.cli.train_cmds`` imports this module, so the other commands' code fingerprints do not see it.
-(The option's help text still says "bit for bit"; it is in ``train_cmds``'s fingerprint, so its correction waits for
-the next regeneration of the training stages.)
+The search of a LeNet CT epoch is most of the paper run's longest job. ``ctbench train --search-threads N`` splits
+each epoch's search rows into N chunks searched at once, each at one intra-op thread
+(:mod:`ctbench.generators.row_chunks`); for LeNet's search every row then gets the bits of the one-thread search,
+so the model is the one-thread model bit for bit at any N (tested, and checked on the paper profile's 100-epoch
+job: ``benchmarks/results/lenet-row-chunks.md``). An earlier version ran the search at N *intra-op* threads
+instead; that split each operator's rows between threads, rounded differently, and ended a different model
+(``benchmarks/results/lenet-threads-cpu2.md``). Only ``ctbench.cli.train_cmds`` imports this module.
 """
 
 from __future__ import annotations
@@ -18,13 +14,11 @@ from __future__ import annotations
 import contextlib
 import functools
 
-import torch
-
 from ..errors import UserInputError
 
 
 def check_search_threads(n) -> int | None:
-    """``n`` as a positive int (``None``: the search runs at the config's ``threads``); bad input raises."""
+    """``n`` as a positive int (``None``: the search runs unsplit at the config's ``threads``); bad input raises."""
     if n is None:
         return None
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -35,7 +29,7 @@ def check_search_threads(n) -> int | None:
 @contextlib.contextmanager
 def search_threads(n: int | None):
     """Within the block, :func:`.trainer.generate_epoch_counterfactuals` (the single-model trainer's per-epoch
-    search) runs at ``n`` threads and restores the previous count after each call; ``None``: unchanged."""
+    search) splits its rows over ``n`` threads; ``None``: unchanged."""
     n = check_search_threads(n)
     if n is None:
         yield
@@ -43,17 +37,7 @@ def search_threads(n: int | None):
     from . import trainer
 
     inner = trainer.generate_epoch_counterfactuals
-
-    @functools.wraps(inner)
-    def at_n_threads(*args, **kwargs):
-        before = torch.get_num_threads()
-        torch.set_num_threads(n)
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            torch.set_num_threads(before)
-
-    trainer.generate_epoch_counterfactuals = at_n_threads
+    trainer.generate_epoch_counterfactuals = functools.wraps(inner)(functools.partial(inner, search_workers=n))
     try:
         yield
     finally:

@@ -104,8 +104,9 @@ class EpochCounterfactuals:
 def generate_epoch_counterfactuals(model: nn.Module, X: torch.Tensor, y: torch.Tensor, n_classes: int,
                                    generator: GradientGenerator, constraints: Constraints, convergence: Convergence,
                                    nce: int | None, n_batches: int, fidelity: Fidelity,
-                                   gen: torch.Generator) -> EpochCounterfactuals:
-    """Reference §1.3: one sweep of counterfactual generation for an epoch, split into per-batch groups."""
+                                   gen: torch.Generator, search_workers: int = 1) -> EpochCounterfactuals:
+    """Reference §1.3: one sweep of counterfactual generation for an epoch, split into per-batch groups;
+    ``search_workers``: the search's rows on that many threads (:meth:`.GradientGenerator.search`'s ``workers``)."""
     t0 = time.perf_counter()
     N = X.shape[0]
     n = N if nce is None else min(max(nce, n_batches), N)
@@ -114,7 +115,8 @@ def generate_epoch_counterfactuals(model: nn.Module, X: torch.Tensor, y: torch.T
     with torch.no_grad():
         predicted = model(xf).argmax(1).cpu()
     target = sample_targets(predicted, n_classes, gen)
-    res = generator.search(model, xf, target.to(X.device), constraints, convergence, gen)
+    res = generator.search(model, xf, target.to(X.device), constraints, convergence, gen,
+                           workers=search_workers)
     mature = res.mature
     if fidelity.initially_valid_is_immature:
         mature = mature & ~res.initially_valid

@@ -34,9 +34,9 @@ if W.jobs("lenet"):
             config=lambda w: json.dumps(W.job("lenet", w)["config"], sort_keys=True),
             code=code("train_cmds"),
             cpu=f"{RES}/benchmarks/lenet_train/{{dataset}}_{{objective}}_s{{seed}}.cpu.json",
-            # the search alone at the job's threads, the weight update at threads_per_job: `ctbench train
-            # --search-threads`; BL has no search. Not bitwise across thread counts over 100 epochs (the search's
-            # bits first differ in epoch 12 at 2 threads: benchmarks/results/lenet-threads-cpu2.md)
+            # the search in row chunks on the job's threads, the weight update at threads_per_job: `ctbench train
+            # --search-threads`; BL has no search. The same model bit for bit at any thread count (row chunks at
+            # one intra-op thread each: ctbench/generators/row_chunks.py)
             threads=config.get("threads_per_job", 1),
         threads: lenet_threads
         resources:
