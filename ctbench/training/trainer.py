@@ -115,8 +115,8 @@ def generate_epoch_counterfactuals(model: nn.Module, X: torch.Tensor, y: torch.T
     with torch.no_grad():
         predicted = model(xf).argmax(1).cpu()
     target = sample_targets(predicted, n_classes, gen)
-    res = generator.search(model, xf, target.to(X.device), constraints, convergence, gen,
-                           workers=search_workers)
+    split = {} if search_workers == 1 else {"workers": search_workers}  # generators of their own: the plain call
+    res = generator.search(model, xf, target.to(X.device), constraints, convergence, gen, **split)
     mature = res.mature
     if fidelity.initially_valid_is_immature:
         mature = mature & ~res.initially_valid
