@@ -20,7 +20,6 @@ from ctbench.generators.ecco import ECCoGenerator
 from ctbench.generators.generic import GenericGenerator
 from ctbench.generators.result import CounterfactualResult
 from ctbench.models import LeNet
-from ctbench.training import trainer
 from ctbench.training.search_threads import search_threads
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,16 +93,18 @@ def test_chunks_run_at_one_intra_op_thread_on_their_own_threads(threads):
             row_chunks.search_row_chunks(search, x, t, workers=bad)
 
 
-def test_the_trainer_passes_n_workers_to_the_search(monkeypatch):
-    seen = []
-    monkeypatch.setattr(trainer, "generate_epoch_counterfactuals", lambda **kw: seen.append(kw))
-    recorder = trainer.generate_epoch_counterfactuals
+def test_search_threads_sets_the_row_workers_of_every_search_and_prediction(threads):
+    """Inside ``search_threads(n)`` a search not given ``workers`` and ``predict_row_chunks`` split their rows over
+    n threads (the trainer's epoch search, its prediction and its accuracy passes), and the labels are one pass's."""
+    torch.set_num_threads(1)
+    model, x, _ = sharp_case(400)
+    whole = model(x).argmax(1)
     with search_threads(3):
-        trainer.generate_epoch_counterfactuals()
-    assert seen == [{"search_workers": 3}] and trainer.generate_epoch_counterfactuals is recorder
+        assert row_chunks.current_workers() == 3
+        assert torch.equal(row_chunks.predict_row_chunks(model, x), whole)
     with search_threads(None):
-        trainer.generate_epoch_counterfactuals()
-    assert seen == [{"search_workers": 3}, {}]
+        assert row_chunks.current_workers() == 1
+    assert row_chunks.current_workers() == 1 and torch.get_num_threads() == 1
     for bad in (0, -2, 1.5, True):
         with pytest.raises(UserInputError, match="--search-threads"), search_threads(bad):
             pass
@@ -120,6 +121,9 @@ def test_cli_search_threads_trains_the_one_thread_model(tmp_path, monkeypatch, t
     assert a["state_dict"].keys() == b["state_dict"].keys()
     assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
     assert b["meta"]["search_threads"] == 3 and "search_threads" not in a["meta"]
+    logs = [json.loads(Path(f"{m}.json").read_text())["log"] for m in (one, two)]
+    assert logs[0]["acc_train"] == logs[1]["acc_train"]
+    assert logs[0]["acc_val"] == logs[1]["acc_val"] and logs[0]["loss"] == logs[1]["loss"]
     assert json.loads(Path(f"{two}.json").read_text())["search_threads"] == 3
     # a population searches together: refused, not silently ignored
     assert main(["train", "--config-json", cfg, "--config-json", cfg, "--out", str(tmp_path / "p.pt"),
@@ -132,3 +136,23 @@ def test_a_bad_thread_count_is_refused_before_training(tmp_path, capsys):
     assert main(["train", "--out", str(out), "--quiet", "--search-threads", "0"]) == 2
     assert "--search-threads: expected a positive integer, got 0" in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="the MNIST files are not in CTBENCH_DATA")
+def test_cli_evaluate_with_search_threads_writes_the_one_thread_rows(tmp_path, monkeypatch, threads):
+    """``ctbench evaluate --search-threads 3`` on a LeNet: every column but the timings equal to one thread's."""
+    import pandas as pd
+
+    monkeypatch.setenv("CTBENCH_DATA", str(DATA))
+    model = tmp_path / "m.pt"
+    assert main(["train", "--config-json", json.dumps({**TINY, "training": {**TINY["training"], "epochs": 1}}),
+                 "--out", str(model), "--quiet"]) == 0
+    frames = []
+    for extra in ([], ["--search-threads", "3"]):
+        out = tmp_path / f"e{len(extra)}.csv"
+        assert main(["evaluate", "--model", f"CT={model}", "--experiment", "single", "--set", "n_runs=4",
+                     "--set", "n_individuals=50", "--set", "lambdas=[0.5]", "--out", str(out), "--quiet",
+                     *extra]) == 0
+        frames.append(pd.read_csv(out).drop(columns=["seconds"]))
+    assert len(frames[0]) >= 192  # three chunks of at least 64 rows
+    pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)

@@ -33,12 +33,13 @@ def _cmd_evaluate(args) -> int:
     no_shape_caches()  # LeNet's searches: new batch sizes every step would fragment that heap (issue 21)
     from ..evaluation.pool_kernels import cached_ip_star
     from ..experiments.evaluation import parse_models, run, write
+    from ..training.search_threads import search_threads
 
     check_experiment(args.experiment)
 
     job = {"models": parse_models(args.model), "experiment": args.experiment, "constrained": args.constrained,
            "settings": _protocol_overrides(args.set)}
-    with cached_ip_star():  # the same numbers, each class pool's distances once per job (issue 21)
+    with cached_ip_star(), search_threads(args.search_threads):  # each class pool's distances once per job
         df = run(job, progress=not args.quiet)
     write(df, args.out)
     summary = df.groupby("model")[["valid", "cost", "ip", "ip_star"]].mean()
@@ -119,6 +120,9 @@ def add_cli(sub) -> None:
     e.add_argument("--experiment", default="", help="label stored in every row: single, mutability or ablation "
                    "(required)")
     e.add_argument("--out", required=True, help="CSV (.csv or .csv.gz), one row per counterfactual")
+    e.add_argument("--search-threads", dest="search_threads", type=int, metavar="N",
+                   help="split each search's rows into N chunks searched at once, each on one thread (for LeNet "
+                   "the one-thread numbers bit for bit); the rest at the process's threads")
     e.add_argument("--quiet", action="store_true")
     e.set_defaults(func=_cmd_evaluate)
 

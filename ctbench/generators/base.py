@@ -35,7 +35,7 @@ from ..constraints import Constraints
 from .lenet_grad import LeNetLayers, lenet_forward, lenet_layers
 from .mlp_grad import mlp_layers
 from .result import CounterfactualResult
-from .row_chunks import search_row_chunks
+from .row_chunks import current_workers, search_row_chunks
 from .step import StepRule, move, to_domain
 
 
@@ -154,13 +154,14 @@ class GradientGenerator:
     # -- the search ----------------------------------------------------------------------------------------------
     def search(self, model: nn.Module, x: torch.Tensor, target: torch.Tensor,
                constraints: Constraints | None = None, convergence: Convergence | None = None,
-               generator: torch.Generator | None = None, workers: int = 1) -> CounterfactualResult:
+               generator: torch.Generator | None = None, workers: int | None = None) -> CounterfactualResult:
         """Search counterfactuals for a batch of factuals ``x`` (B, D) and target classes ``target`` (B,).
 
         ``workers`` > 1 splits the rows into that many contiguous chunks searched at once on as many threads,
-        each at one intra-op thread (:mod:`.row_chunks`). For LeNet's search by hand every row's bits are then
-        those of the one-thread search of the whole batch, whatever the number of workers (tested); other paths
-        run at one intra-op thread too but are not promised bitwise against an unsplit search.
+        each at one intra-op thread (:mod:`.row_chunks`; None: the enclosing :func:`.row_chunks.row_workers`,
+        else 1). For LeNet's search by hand every row's bits are then those of the one-thread search of the whole
+        batch, whatever the number of workers (tested); other paths run at one intra-op thread too but are not
+        promised bitwise against an unsplit search.
         """
         conv = convergence or Convergence()
         x, target, cons = check_batch(x, target, constraints)
@@ -184,7 +185,7 @@ class GradientGenerator:
                 def one(xs, ts):
                     return self._search(model, xs, ts, cons, conv, generator, fused=True, lenet=lenet)
 
-            return search_row_chunks(one, x, target, workers)
+            return search_row_chunks(one, x, target, current_workers() if workers is None else workers)
 
     def _penalty_through_logits(self) -> bool:
         """Whether the penalty depends on x' only through the logits (in feature space; the L1 cost is added in

@@ -1,8 +1,8 @@
 """Each epoch's counterfactual search on several threads, the rest of training at the config's threads (issue 21).
 
 The search of a LeNet CT epoch is most of the paper run's longest job. ``ctbench train --search-threads N`` splits
-each epoch's search rows into N chunks searched at once, each at one intra-op thread
-(:mod:`ctbench.generators.row_chunks`); for LeNet's search every row then gets the bits of the one-thread search,
+each epoch's search rows, and the rows of its prediction and accuracy passes, into N chunks run at once, each at one
+intra-op thread (:mod:`ctbench.generators.row_chunks`); for LeNet every row then gets the bits of one thread,
 so the model is the one-thread model bit for bit at any N (tested, and checked on the paper profile's 100-epoch
 job: ``benchmarks/results/lenet-row-chunks.md``). An earlier version ran the search at N *intra-op* threads
 instead; that split each operator's rows between threads, rounded differently, and ended a different model
@@ -12,7 +12,6 @@ instead; that split each operator's rows between threads, rounded differently, a
 from __future__ import annotations
 
 import contextlib
-import functools
 
 from ..errors import UserInputError
 
@@ -28,20 +27,17 @@ def check_search_threads(n) -> int | None:
 
 @contextlib.contextmanager
 def search_threads(n: int | None):
-    """Within the block, :func:`.trainer.generate_epoch_counterfactuals` (the single-model trainer's per-epoch
-    search) splits its rows over ``n`` threads; ``None``: unchanged."""
+    """Within the block, every search and prediction pass that is not given its own ``workers`` (the trainer's
+    per-epoch search, its prediction of the searched rows and its accuracy passes) splits its rows over ``n``
+    threads (:func:`ctbench.generators.row_chunks.row_workers`); ``None``: unchanged."""
     n = check_search_threads(n)
     if n is None:
         yield
         return
-    from . import trainer
+    from ..generators.row_chunks import row_workers
 
-    inner = trainer.generate_epoch_counterfactuals
-    trainer.generate_epoch_counterfactuals = functools.wraps(inner)(functools.partial(inner, search_workers=n))
-    try:
+    with row_workers(n):
         yield
-    finally:
-        trainer.generate_epoch_counterfactuals = inner
 
 
 __all__ = ["check_search_threads", "search_threads"]

@@ -24,6 +24,7 @@ from ..constraints import Constraints
 from ..errors import UserInputError
 from ..fidelity import Fidelity, resolve_fidelity
 from ..generators.base import Convergence, GradientGenerator
+from ..generators.row_chunks import predict_row_chunks
 from .health import TrainingDidNotLearnError, TrainingDivergedError, growth_message, learning_message
 from .objectives import CounterfactualGroup, Objective
 
@@ -104,19 +105,17 @@ class EpochCounterfactuals:
 def generate_epoch_counterfactuals(model: nn.Module, X: torch.Tensor, y: torch.Tensor, n_classes: int,
                                    generator: GradientGenerator, constraints: Constraints, convergence: Convergence,
                                    nce: int | None, n_batches: int, fidelity: Fidelity,
-                                   gen: torch.Generator, search_workers: int = 1) -> EpochCounterfactuals:
-    """Reference §1.3: one sweep of counterfactual generation for an epoch, split into per-batch groups;
-    ``search_workers``: the search's rows on that many threads (:meth:`.GradientGenerator.search`'s ``workers``)."""
+                                   gen: torch.Generator) -> EpochCounterfactuals:
+    """Reference §1.3: one sweep of counterfactual generation for an epoch, split into per-batch groups (the search
+    and the prediction on the rows of :func:`~ctbench.generators.row_chunks.row_workers`, if any)."""
     t0 = time.perf_counter()
     N = X.shape[0]
     n = N if nce is None else min(max(nce, n_batches), N)
     idx = torch.randperm(N, generator=gen)[:n]
     xf = X[idx.to(X.device)]
-    with torch.no_grad():
-        predicted = model(xf).argmax(1).cpu()
+    predicted = predict_row_chunks(model, xf).cpu()
     target = sample_targets(predicted, n_classes, gen)
-    split = {} if search_workers == 1 else {"workers": search_workers}  # generators of their own: the plain call
-    res = generator.search(model, xf, target.to(X.device), constraints, convergence, gen, **split)
+    res = generator.search(model, xf, target.to(X.device), constraints, convergence, gen)
     mature = res.mature
     if fidelity.initially_valid_is_immature:
         mature = mature & ~res.initially_valid
@@ -134,8 +133,7 @@ def generate_epoch_counterfactuals(model: nn.Module, X: torch.Tensor, y: torch.T
 def _accuracy(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
     if X.shape[0] == 0:
         return float("nan")
-    with torch.no_grad():
-        return float((model(X).argmax(1) == y).float().mean())
+    return float((predict_row_chunks(model, X) == y).float().mean())
 
 
 def training_tensors(X_train: Any, y_train: Any, X_val: Any, y_val: Any, n_classes: int | None,

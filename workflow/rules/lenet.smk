@@ -68,7 +68,9 @@ if W.jobs("lenet"):
                 for a in ("--set", f"{k}={json.dumps(v)}")],
             code=code("eval_cmds"),
             cpu=f"{RES}/benchmarks/lenet_evaluate/{{experiment}}_{{dataset}}_s{{seed}}.cpu.json",
-        threads: config.get("threads_per_job", 1)
+            # the searches in row chunks on the job's threads (lenet.search_threads), the rest at threads_per_job
+            threads=config.get("threads_per_job", 1),
+        threads: lambda w: (config.get("lenet") or {}).get("search_threads") or config.get("threads_per_job", 1)
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset, "evaluate"),
             runtime=lambda w: W.runtime_min(w.dataset, "evaluate"),
@@ -79,8 +81,8 @@ if W.jobs("lenet"):
         conda:
             "../../envs/ctbench.yaml"
         shell:
-            "OMP_NUM_THREADS={threads} {CPU_RECORD} {params.cpu:q} "
-            "ctbench evaluate --model {params.models:q} {params.args:q} "
+            "OMP_NUM_THREADS={params.threads} {CPU_RECORD} {params.cpu:q} "
+            "ctbench evaluate --model {params.models:q} {params.args:q} --search-threads {threads} "
             "--experiment {wildcards.experiment} --out {output} --quiet > {log} 2>&1"
 
 
