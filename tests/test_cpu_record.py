@@ -124,7 +124,9 @@ def test_rules_write_the_record_beside_their_benchmark_record():
         bench = re.search(r'benchmark:\n\s*f"(.+)"\n', text).group(1)
         assert str(record_path(bench)) == cpu.group(1), name
         shell = "".join(re.findall(r'^\s*"(.*)"$', text.split("shell:")[1], flags=re.M))
-        assert re.match(r"^(OMP_NUM_THREADS=\{threads\} )?\{CPU_RECORD\} \{params\.cpu:q\} ctbench ", shell), name
+        # OMP_NUM_THREADS at the job's threads, or at params.threads where the job's threads go to row chunks
+        assert re.match(r"^(OMP_NUM_THREADS=\{(params\.)?threads\} )?\{CPU_RECORD\} \{params\.cpu:q\} ctbench ",
+                        shell), name
     assert {"train_final", "evaluate", "robustness", "attribution", "grid_chunk", "consistency", "fidelity_effect",
             "lenet_train", "report", "book"} <= wrapped
     assert wrapped.isdisjoint({"data", "figure1", "black_figure1", "black_figure2", "stage_times"})
