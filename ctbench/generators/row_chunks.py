@@ -62,8 +62,8 @@ def search_row_chunks(search: Callable[[torch.Tensor, torch.Tensor], Counterfact
                       target: torch.Tensor, workers: int = 1) -> CounterfactualResult:
     """``search(x, target)`` with the rows in up to ``workers`` chunks searched concurrently, each at one intra-op
     thread; ``workers`` = 1: one call, at the caller's threads. The threads allocate from glibc's main arena where
-    :func:`ctbench.runtime.keep_freed_memory` ran first (a thread's own arena would map and fault in every step's
-    tensors afresh: 40% more CPU, measured)."""
+    :func:`ctbench.runtime.single_malloc_arena` ran before any thread started (a thread's own arena would map and
+    fault in every step's tensors afresh: 40% more CPU, measured)."""
     bounds = chunk_bounds(x.shape[0], check_workers(workers))
     if len(bounds) == 1:
         return search(x, target)
