@@ -65,6 +65,7 @@ RULES: dict[str, Rule] = {
     "training.keep_failed": Rule("bool"),
     "training.max_loss_growth": Rule("float", lo=1.0, lo_open=True, nullable=True),
     "training.majority_margin": Rule("float", 0.0, 1.0, hi_open=True, nullable=True),
+    "training.grad_chunks": _POS_INT,
     "objective.name": Rule("str"),
     "objective.lambda_clf": _NONNEG,
     "objective.lambda_div": _NONNEG,

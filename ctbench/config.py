@@ -32,7 +32,7 @@ DEFAULT_TRAIN_CONFIG: dict[str, Any] = {
     # not learn is not saved as a normal model; keep_failed saves it for inspection, marked failed)
     "training": {"epochs": 100, "batch_size": 30, "nce": 1000, "burnin": 0.0, "lr": 0.001,
                  "max_nonfinite_batches": 0, "keep_failed": False, "max_loss_growth": 1e4,
-                 "majority_margin": 0.02},
+                 "majority_margin": 0.02, "grad_chunks": 1},
     "generator": {"type": "ecco", "lambda_cost": 0.001, "lambda_energy": 5.0, "step_size": None},
     "convergence": {"kind": "threshold", "tau": 0.5, "max_iter": 30},
     "vae": {"latent_dim": None, "hidden": None, "epochs": 100, "batch_size": 50, "seed": 0},

@@ -35,6 +35,8 @@ def test_the_jobs_are_the_final_mnist_configs_with_a_lenet():
         assert j["out"] == w.path("lenet_model", dataset="mnist", objective=j["objective"], seed=0)
         # training_time.csv names a model's experiment by the folder two above its file
         assert Path(j["out"]).parent.parent.name == "lenet"
+    paper = Workflow(PAPER).jobs("lenet")  # the paper profile's pair: the weight update in 4 row chunks
+    assert [j["config"]["training"]["grad_chunks"] for j in paper] == [4, 4]
     short = lenet.jobs({**cfg, "lenet": {"enabled": True, "seed": 3, "epochs": 2}})
     assert {j["config"]["training"]["epochs"] for j in short} == {2} and {j["seed"] for j in short} == {3}
     assert lenet.jobs({**cfg, "datasets": ["lin_sep"]}) == []  # `datasets:` narrows it, as every stage
@@ -55,6 +57,8 @@ def test_the_schema_takes_the_block():
     validate({**PAPER, "lenet": {"enabled": True, "search_threads": 8}}, schema)  # the CT job's search threads
     with pytest.raises(WorkflowError, match="search_threads"):
         validate({**PAPER, "lenet": {"enabled": True, "search_threads": 0}}, schema)
+    with pytest.raises(WorkflowError, match="grad_chunks"):
+        validate({**PAPER, "lenet": {"enabled": True, "grad_chunks": 0}}, schema)
 
 
 @pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="the MNIST files are not in CTBENCH_DATA")

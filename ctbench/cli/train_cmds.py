@@ -168,8 +168,9 @@ def add_cli(sub) -> None:
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.add_argument("--search-threads", dest="search_threads", type=int, metavar="N",
                    help="split each epoch's counterfactual search into N row chunks searched at once, each on "
-                   "one thread, the rest at the config's threads: for LeNet the one-thread model bit for bit; "
-                   "recorded in the sidecar as search_threads")
+                   "one thread, and run training.grad_chunks' gradient chunks on up to N threads; the rest at the "
+                   "config's threads: for LeNet the one-thread model bit for bit; recorded in the sidecar as "
+                   "search_threads")
     t.set_defaults(func=_cmd_train)
 
     g = sub.add_parser("generate", help="counterfactuals for given factuals with a saved model")

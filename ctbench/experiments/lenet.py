@@ -74,7 +74,20 @@ def train_config(config: dict[str, Any], dataset: str, objective: str, seed: int
     folder = "baseline" if objective == "vanilla" else "single"
     cfg = copy.deepcopy(final_config(config, folder, dataset, objective, int(seed)))
     cfg["model"] = dict(MODEL)
+    if grad_chunks(config) != 1:  # absent: the trainer's default 1, the MLP's config untouched
+        cfg["training"]["grad_chunks"] = grad_chunks(config)
     return cfg
+
+
+def grad_chunks(config: dict[str, Any]) -> int:
+    """``lenet.grad_chunks`` (null or absent: 1): the pair's mini-batch gradients over that many fixed row chunks
+    (:mod:`ctbench.training.grad_chunks`), a setting of the models, recorded in their configs."""
+    value = (config.get("lenet") or {}).get("grad_chunks")
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"lenet.grad_chunks: expected a positive integer or null (1), got {value!r}")
+    return value
 
 
 def jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -120,5 +133,5 @@ def evaluation_jobs(config: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["DEVICE", "EXPERIMENT", "MODEL", "OBJECTIVES", "PATHS", "device", "evaluation_jobs", "gpus", "jobs", "path",
-           "pattern", "train_config"]
+__all__ = ["DEVICE", "EXPERIMENT", "MODEL", "OBJECTIVES", "PATHS", "device", "evaluation_jobs", "gpus", "grad_chunks",
+           "jobs", "path", "pattern", "train_config"]

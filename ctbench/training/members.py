@@ -108,6 +108,9 @@ def validate_members(members: Sequence[Member], n_rows: int) -> list[torch.Tenso
             raise ValueError(f"{where}: params must be a ctbench.training.TrainParams, got {type(m.params)}")
         if m.objective.needs_counterfactuals and m.generator is None:
             raise ValueError(f"{where}: objective {m.objective.name!r} needs a counterfactual generator")
+        if m.params.grad_chunks != 1:
+            raise ValueError(f"{where}: training.grad_chunks={m.params.grad_chunks} is for a model trained alone "
+                             "(ctbench train); a population takes each mini-batch whole: set it to 1")
         if not isinstance(m.model, nn.Module):
             raise ValueError(f"{where}: model must be a torch.nn.Module")
         if m.rows is None:

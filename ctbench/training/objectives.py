@@ -72,8 +72,15 @@ class Objective:
         return asdict(self)
 
     def __call__(self, model: nn.Module, xb: torch.Tensor, yb: torch.Tensor,
-                 group: CounterfactualGroup | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Return the total loss and its parts (unweighted) for one mini-batch."""
+                 group: CounterfactualGroup | None,
+                 counts: tuple[int, int] | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Return the total loss and its parts (unweighted) for one mini-batch.
+
+        ``counts`` = (n, m), the rows and tuples of the whole mini-batch when ``xb`` and ``group`` are one row chunk
+        of it: each part is then the chunk's sum over the whole batch's count, so that the chunks' losses (and their
+        gradients) add up to the batch's (:mod:`.grad_chunks`)."""
+        if counts is not None:
+            return self._chunk(model, xb, yb, group, *counts)
         if group is None or len(group) == 0 or not self.needs_counterfactuals:
             clf = F.cross_entropy(model(xb), yb)
             return self.lambda_clf * clf, {"clf": clf}
@@ -88,6 +95,27 @@ class Objective:
             "div": (f_cf - f_plus).mean(),
             "reg": (f_plus.square() + f_cf.square()).mean(),
             "adv": F.cross_entropy(lae, group.y_ae),
+        }
+        lam = self.lambdas()
+        total = sum(lam[k] * parts[k] for k in self.parts)
+        return total, parts
+
+    def _chunk(self, model: nn.Module, xb: torch.Tensor, yb: torch.Tensor, group: CounterfactualGroup | None,
+               n: int, m: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """:meth:`__call__`'s parts as this chunk's share of the batch means (sums over the batch's n and m)."""
+        if group is None or m == 0 or not self.needs_counterfactuals:
+            clf = F.cross_entropy(model(xb), yb, reduction="sum") / n
+            return self.lambda_clf * clf, {"clf": clf}
+        nb, mc = xb.shape[0], len(group)
+        logits = model(torch.cat([xb, group.x_cf, group.x_plus, group.x_ae]))
+        lb, lcf, lplus, lae = logits.split([nb, mc, mc, mc])
+        t = group.target[:, None]
+        f_cf, f_plus = lcf.gather(1, t).squeeze(1), lplus.gather(1, t).squeeze(1)
+        parts = {
+            "clf": F.cross_entropy(lb, yb, reduction="sum") / n,
+            "div": (f_cf - f_plus).sum() / m,
+            "reg": (f_plus.square() + f_cf.square()).sum() / m,
+            "adv": F.cross_entropy(lae, group.y_ae, reduction="sum") / m,
         }
         lam = self.lambdas()
         total = sum(lam[k] * parts[k] for k in self.parts)

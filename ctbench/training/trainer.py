@@ -25,6 +25,7 @@ from ..errors import UserInputError
 from ..fidelity import Fidelity, resolve_fidelity
 from ..generators.base import Convergence, GradientGenerator
 from ..generators.row_chunks import predict_row_chunks
+from .grad_chunks import chunked_loss_and_grads
 from .health import TrainingDidNotLearnError, TrainingDivergedError, growth_message, learning_message
 from .objectives import CounterfactualGroup, Objective
 
@@ -45,6 +46,9 @@ class TrainParams:
     #: the run did not learn when its final validation accuracy ≤ majority-class rate + this; None: no check
     majority_margin: float | None = 0.02
     seed: int = 0
+    #: each mini-batch's loss and gradients over this many fixed row chunks, summed in order, each chunk at one
+    #: intra-op thread and on its own thread up to ``row_workers`` (:mod:`.grad_chunks`); 1: the whole batch at once
+    grad_chunks: int = 1
 
     def __post_init__(self):
         from ..checks import check_value
@@ -220,7 +224,13 @@ def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
             n_ok = 0
             for i, (a, z) in enumerate(batches):
                 sel = slice(a, z) if order is None else order[a:z]
-                loss, parts = objective(model, X[sel], y[sel], cf.groups[i] if cf is not None else None)
+                group = cf.groups[i] if cf is not None else None
+                if params.grad_chunks == 1:
+                    loss, parts = objective(model, X[sel], y[sel], group)
+                    grads = None
+                else:  # the same bits at any thread count (module grad_chunks)
+                    loss, parts, grads = chunked_loss_and_grads(objective, model, X[sel], y[sel], group,
+                                                                params.grad_chunks)
                 value = float(loss.detach())
                 if start_loss is None:
                     start_loss = value
@@ -237,7 +247,11 @@ def train(model: nn.Module, X_train: Any, y_train: Any, *, objective: Objective,
                                   RuntimeWarning, stacklevel=2)
                     continue
                 opt.zero_grad(set_to_none=True)
-                loss.backward()
+                if grads is None:
+                    loss.backward()
+                else:
+                    for p, g in zip([p for p in model.parameters() if p.requires_grad], grads, strict=True):
+                        p.grad = g
                 opt.step()
                 n_ok += 1
                 updates += 1

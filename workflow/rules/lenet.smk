@@ -34,11 +34,16 @@ if W.jobs("lenet"):
             config=lambda w: json.dumps(W.job("lenet", w)["config"], sort_keys=True),
             code=code("train_cmds"),
             cpu=f"{RES}/benchmarks/lenet_train/{{dataset}}_{{objective}}_s{{seed}}.cpu.json",
-            # the search in row chunks on the job's threads, the weight update at threads_per_job: `ctbench train
-            # --search-threads`; BL has no search. The same model bit for bit at any thread count (row chunks at
-            # one intra-op thread each: ctbench/generators/row_chunks.py)
+            # the search in row chunks and the weight update in lenet.grad_chunks chunks on the job's threads, the
+            # rest at threads_per_job: `ctbench train --search-threads`; BL's job keeps threads_per_job. The same
+            # model bit for bit at any thread count (chunks at one intra-op thread each:
+            # ctbench/generators/row_chunks.py, ctbench/training/grad_chunks.py)
             threads=config.get("threads_per_job", 1),
         threads: lenet_threads
+        # the CT model is the paper DAG's longest chain (training → evaluation → report): started first, a machine
+        # with cores to spare does not leave it for last (Snakemake's scheduler otherwise starts it when 2 cores
+        # happen to be free together)
+        priority: 10
         resources:
             mem_mb=lambda w: W.mem_mb(w.dataset),
             runtime=lambda w: W.runtime_min(w.dataset) * 4,
