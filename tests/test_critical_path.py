@@ -147,7 +147,7 @@ def test_a_job_on_several_cores_counts_its_wall_time(tmp_path):
         {"user_seconds": 890.0, "system_seconds": 10.0, "cpu_seconds": 900.0, "wall_seconds": 480.0,
          "max_rss_mb": 1500.0, "exit_code": 0}))
     (bench / "lenet_train" / "mnist_vanilla_s0.cpu.json").write_text(json.dumps(
-        {"user_seconds": 99.0, "system_seconds": 1.0, "cpu_seconds": 100.0, "wall_seconds": 90.0,
+        {"user_seconds": 99.0, "system_seconds": 1.0, "cpu_seconds": 100.0, "wall_seconds": 95.0,
          "max_rss_mb": 900.0, "exit_code": 0}))
     assert dict(cp.read_records(bench)["lenet_train"]) == {"mnist_full_s0": 480.0, "mnist_vanilla_s0": 100.0}
     # the own record's CPU, not Snakemake's sample, and its wall: it ran on ~2 cores
@@ -157,3 +157,5 @@ def test_a_job_on_several_cores_counts_its_wall_time(tmp_path):
     assert dict(cp.read_records(jobs)["lenet_train"]) == {"mnist_full_s0": 480.0, "mnist_vanilla_s0": 100.0}
     assert cp.duration(100.0, 95.0) == 100.0 and cp.duration(100.0, None) == 100.0
     assert cp.duration(130.0, 100.0) == 100.0
+    # the set's two-thread LeNet evaluation (1.248 CPU-s per wall second) and its busiest one-thread job (0.995)
+    assert cp.duration(67.09, 53.75) == 53.75 and cp.duration(35.365, 35.53) == 35.365
