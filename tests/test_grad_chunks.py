@@ -121,3 +121,23 @@ def test_cli_trains_the_same_model_at_any_search_threads(tmp_path, monkeypatch, 
     assert main(["train", "--config-json", json.dumps(cfg), "--out", str(whole), "--quiet"]) == 0
     c = torch.load(whole, weights_only=True)["state_dict"]
     assert not all(torch.equal(a[k], c[k]) for k in a)  # float sums in another order (the math: tests above)
+
+
+def test_a_non_finite_chunked_loss_stops_training_with_the_divergence_error():
+    """A NaN weight makes every chunk's loss NaN: the summed loss is caught by the trainer's check, as the whole
+    batch's is, and the run stops with TrainingDivergedError naming the setting to change; no update is applied."""
+    from ctbench.training.health import TrainingDivergedError
+    from ctbench.training.trainer import train
+
+    g = torch.Generator().manual_seed(0)
+    model = MLP(4, 2, hidden=8, generator=g)
+    with torch.no_grad():
+        model[0].weight[0, 0] = float("nan")
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    X, y = torch.rand(40, 4, generator=g), torch.randint(0, 2, (40,), generator=g)
+    why = r"non-finite loss nan at epoch 1, batch 1 .*training\.max_nonfinite_batches=0"
+    with pytest.raises(TrainingDivergedError, match=why):
+        train(model, X, y, objective=Objective("vanilla"), generator=None,
+              params=TrainParams(epochs=2, batch_size=10, nce=None, grad_chunks=3))
+    after = model.state_dict()
+    assert all(torch.equal(before[k].nan_to_num(), after[k].nan_to_num()) for k in before)  # no update applied
