@@ -317,6 +317,33 @@ def test_pgd_step_rule_switch_reaches_the_search_and_defaults_to_the_authors_cod
     assert "pgd_step_rule" not in jobs(cfg)[0]["settings"]   # the job's settings leave it to the fidelity
 
 
+def test_sns_norm_eps_defaults_to_the_authors_code_reaches_sns_and_is_recorded(monkeypatch):
+    """``consistency.sns.norm_eps`` (SNS's step η·g/(‖g‖ + ε); the authors' code: Keras' epsilon 1e-7) defaults to
+    1e-7, is refused when negative or not a number, reaches the SNS refinement and is recorded in the settings."""
+    import ctbench.experiments.consistency_search as cs
+
+    assert resolve_settings({})["sns"]["norm_eps"] == 1e-7
+    assert resolve_settings({"sns": {"norm_eps": 0}})["sns"]["norm_eps"] == 0
+    for bad in (-1e-7, "1e-7", True):
+        with pytest.raises(ValueError, match="consistency.sns.norm_eps"):
+            resolve_settings({"sns": {"norm_eps": bad}})
+    seen = []
+    real = cs.SNSGenerator
+
+    def spy(*args, **kw):
+        gen = real(*args, **kw)
+        seen.append(gen.norm_eps)
+        return gen
+
+    monkeypatch.setattr(cs, "SNSGenerator", spy)
+    for eps in (0.0, 1e-7):
+        df = run({"part": "black2022", "dataset": "moons", "settings": {
+            "methods": ["min_eps_pgd", "min_eps_pgd+sns"], "n_models": 2, "epochs": 2, "sns": {"norm_eps": eps},
+            "data_params": SMALL_DATA}})
+        assert df.attrs["meta"]["settings"]["sns"]["norm_eps"] == eps
+        assert seen[-1] == eps
+
+
 def test_pgd_step_rule_changes_the_counterfactuals_and_is_recorded():
     """On a tiny run the two rules give different Min-ε PGD costs (ε_max 2: the code rule's step is twice as large);
     the sidecar records which rule ran."""

@@ -17,8 +17,9 @@ def _mlp(D=6, K=2, seed=0):
     return build_model({"type": "mlp", "hidden": 16, "layers": 2}, D, K, seed=seed).to(torch.float64)
 
 
-def reference_sns_one(model, x0, c, radius, eta, T, R, lo=None, hi=None, mut=None):
-    """One start, one step at a time: a Python sum over the grid, scalar loops for the mask and the clamp."""
+def reference_sns_one(model, x0, c, radius, eta, T, R, lo=None, hi=None, mut=None, eps=1e-7):
+    """One start, one step at a time: a Python sum over the grid, scalar loops for the mask and the clamp; the step
+    g/(‖g‖ + eps) as the authors' ``unit_vector`` (eps = 0: g/‖g‖)."""
     x = x0.clone()
     best, best_step = x0.clone(), 0
     for step in range(1, T + 1):
@@ -29,7 +30,7 @@ def reference_sns_one(model, x0, c, radius, eta, T, R, lo=None, hi=None, mut=Non
             if m == "none" or (m == "increase" and g[d] < 0) or (m == "decrease" and g[d] > 0):
                 g[d] = 0.0
         if g.norm() > 0:
-            x = x + eta * g / g.norm()
+            x = x + eta * g / (g.norm() + eps)
         dist = (x - x0).norm()
         if dist > radius:
             x = x0 + (x - x0) * (radius / dist)
@@ -49,7 +50,8 @@ def _starts(model, n=12, D=6, seed=3):
 
 @pytest.mark.parametrize("with_constraints", [False, True])
 @pytest.mark.parametrize("grid_points", [10, 20])
-def test_batched_sns_equals_per_row_reference(with_constraints, grid_points):
+@pytest.mark.parametrize("norm_eps", [1e-7, 0.0])
+def test_batched_sns_equals_per_row_reference(with_constraints, grid_points, norm_eps):
     model = _mlp()
     x, c = _starts(model)
     c[:3] = 1 - c[:3]  # three starts without the target label: the answer is the start unless an iterate has it
@@ -61,10 +63,10 @@ def test_batched_sns_equals_per_row_reference(with_constraints, grid_points):
         lo, hi = [-1.0] * 6, [1.0] * 6
         cons = Constraints.build(6, domain=(lo, hi), mutability=mut)
     sns = SNSGenerator(radius=kw["radius"], step_size=kw["eta"], max_steps=kw["T"], grid_points=grid_points,
-                       noise_std=0.0)
+                       noise_std=0.0, norm_eps=norm_eps)
     res = sns.search(model, x, c, cons)
     for i in range(len(x)):
-        ref, ref_step = reference_sns_one(model, x[i], int(c[i]), **kw, lo=lo, hi=hi, mut=mut)
+        ref, ref_step = reference_sns_one(model, x[i], int(c[i]), **kw, lo=lo, hi=hi, mut=mut, eps=norm_eps)
         assert torch.allclose(res.counterfactual[i], ref, atol=1e-10), i
         assert int(res.steps[i]) == ref_step
     assert sns.params()["grid_points"] == grid_points
@@ -123,7 +125,7 @@ def test_integrated_score_matches_closed_form_on_a_linear_model():
 
 def test_linear_model_moves_along_the_weight_direction_to_the_ball():
     """For a linear model the SNS gradient is parallel to w = w₁ − w₀ everywhere, so the answer is
-    x₀ + min(T·η, δ)·w/‖w‖ (no box)."""
+    x₀ + min(T·η, δ)·w/‖w‖ (no box) for the unit step (``norm_eps=0``)."""
     model = _linear()
     lin = model[0]
     w = (lin.weight[1] - lin.weight[0]).detach()
@@ -132,7 +134,7 @@ def test_linear_model_moves_along_the_weight_direction_to_the_ball():
     c = torch.ones(2, dtype=torch.long)
     assert bool((model(x0).argmax(1) == 1).all())
     for T, eta, delta in ((10, 0.01, 1.0), (50, 0.1, 0.7)):
-        res = SNSGenerator(radius=delta, step_size=eta, max_steps=T, noise_std=0.0).search(model, x0, c)
+        res = SNSGenerator(radius=delta, step_size=eta, max_steps=T, noise_std=0.0, norm_eps=0).search(model, x0, c)
         assert torch.allclose(res.counterfactual, x0 + min(T * eta, delta) * u, atol=1e-12)
         before = integrated_score(model, x0, c, 20)
         after = integrated_score(model, res.counterfactual, c, 20)
@@ -154,6 +156,32 @@ def test_sns_raises_the_integrated_score_of_mlp_counterfactuals():
     assert bool(((res.counterfactual - base.counterfactual).norm(dim=1) <= 0.5 + 1e-9).all())
 
 
+def test_authors_step_stalls_where_the_class_probability_saturates():
+    """The authors' step η·g/(‖g‖ + 1e-7) (the default): on a linear model the path's gradient is
+    Σ_t σ'(t·x)·t·w, parallel to w, so every step moves along w by η·‖g‖/(‖g‖ + ε). Far inside the class, where
+    σ saturates along the whole path, ‖g‖ ≪ 1e-7 and SNS stalls; near the boundary ‖g‖ ≫ 1e-7 and it takes the
+    unit step. ``norm_eps=0`` takes the unit step in both places."""
+    model = _linear()
+    w = (model[0].weight[1] - model[0].weight[0]).detach()
+    b = float((model[0].bias[1] - model[0].bias[0]).detach())
+    u = w / w.norm()
+    near = ((0.5 - b) / w.norm()) * u  # logit gap 0.5 at t = 1
+    far = near + (400.0 / w.norm()) * u  # logit gap ≥ 40 at every grid point t ≥ 0.1: σ' < 1e-17, saturated
+    c = torch.ones(1, dtype=torch.long)
+    eta, T = 0.01, 3
+    moved = {}
+    for eps in (1e-7, 0.0):
+        for name, x0 in (("near", near[None]), ("far", far[None])):
+            res = SNSGenerator(radius=10.0, step_size=eta, max_steps=T, grid_points=10, noise_std=0.0,
+                               norm_eps=eps).search(model, x0, c)
+            moved[eps, name] = float((res.counterfactual - x0).norm())
+    assert math.isclose(moved[0.0, "near"], T * eta, rel_tol=1e-9)
+    assert math.isclose(moved[0.0, "far"], T * eta, rel_tol=1e-9)
+    assert math.isclose(moved[1e-7, "near"], T * eta, rel_tol=1e-4)  # ‖g‖ ≫ ε: the unit step
+    assert moved[1e-7, "far"] < 0.01 * T * eta                        # ‖g‖ ≪ ε: SNS stalls
+    assert SNSGenerator().params()["norm_eps"] == 1e-7
+
+
 def test_start_without_label_and_no_valid_iterate_returns_the_start():
     model = _linear()
     x0 = torch.tensor([[-5.0, -5.0, -5.0, -5.0]], dtype=torch.float64)
@@ -170,7 +198,8 @@ def test_presets_and_bad_settings():
     assert SNSGenerator(fidelity="paper", grid_points=20).grid_points == 20
     for kw, word in (({"radius": 0.0}, "sns.radius"), ({"radius": -1}, "sns.radius"),
                      ({"fidelity": "x"}, "sns.fidelity"), ({"grid_points": 0}, "sns.grid_points"),
-                     ({"step_size": 0}, "sns.step_size")):
+                     ({"step_size": 0}, "sns.step_size"), ({"norm_eps": -1e-7}, "sns.norm_eps"),
+                     ({"norm_eps": "1e-7"}, "sns.norm_eps"), ({"norm_eps": True}, "sns.norm_eps")):
         with pytest.raises(ValueError, match=word):
             SNSGenerator(**kw)
 

@@ -33,6 +33,7 @@ import torch
 from ..facts import CONSISTENCY_PARTS
 from ..generators.elastic_net import BOXES
 from ..generators.pgd import STEP_RULES
+from ..generators.sns import AUTHORS_NORM_EPS
 from ..io import provenance, write_frame
 from .consistency_search import (
     FRAME_COLUMNS,
@@ -78,7 +79,9 @@ DEFAULT_ARCHITECTURE = Architecture((32, 16), 100, 32, None, note="not a dataset
 
 DEFAULTS: dict[str, Any] = {
     "methods": TABLE1_METHODS, "n_models": 100, "n_factuals": None, "epochs": None, "sources": ["rs", "loo"],
-    "sns": {"fidelity": "paper", "radius": None, "radius_factor": 0.8},
+    # SNS's step x' + η·g/(‖g‖ + norm_eps): the authors' code adds Keras' epsilon 1e-7 (the paper does not state the
+    # step's form); 0 takes a unit step whatever the gradient's size
+    "sns": {"fidelity": "paper", "radius": None, "radius_factor": 0.8, "norm_eps": AUTHORS_NORM_EPS},
     "lipschitz": {"samples": 16, "radius_factor": 0.05}, "vae_epochs": 100, "data_params": {},
     # Min-ℓ1/ℓ2's box (fidelity switch ``elastic_net_box``); null: the run's fidelity (below) decides
     "elastic_net_box": None,
@@ -135,6 +138,9 @@ def resolve_settings(settings: dict[str, Any] | None, part: str = "black2022") -
             continue
         if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
             raise ValueError(f"consistency.{key}: {v!r} must be a number > 0 (allowed range: (0, inf))")
+    ne = s["sns"]["norm_eps"]
+    if isinstance(ne, bool) or not isinstance(ne, int | float) or not ne >= 0:
+        raise ValueError(f"consistency.sns.norm_eps: {ne!r} must be a number >= 0 (the authors' code: 1e-7)")
     if s["sns"]["fidelity"] not in ("reference", "paper"):
         raise ValueError(f"consistency.sns.fidelity: {s['sns']['fidelity']!r}; allowed: reference, paper")
     if s["elastic_net_box"] not in (None, *BOXES):
@@ -371,7 +377,8 @@ def run(job: dict[str, Any], progress: bool = False, retrained: list[str | Path]
         base, retrained, failed = _split(res, ms)
         ctx = SearchContext(eps, sns_radius, s["sns"]["fidelity"], arch.l1_step, arch.l2_step, arch.latent_radius,
                             X, vae, ecco.get(label), seed, elastic_net_box=box,
-                            pgd_step_rule=pgd_step_rule(s), search_box=search_box(s, part))
+                            pgd_step_rule=pgd_step_rule(s), search_box=search_box(s, part),
+                            sns_norm_eps=float(s["sns"]["norm_eps"]))
         target = _targets(base, x, data.n_classes, seed)
         found, search_cpu = search_methods(base, x, target, cons, list(s["methods"]), ctx)
         t = time.process_time()

@@ -23,6 +23,7 @@ from torch import nn
 
 from ..constraints import Constraints
 from ..generators import CONSISTENCY_METHODS, CounterfactualResult, SNSGenerator, make_method
+from ..generators.sns import AUTHORS_NORM_EPS
 from .invalidation import confidence, invalidation_rate, local_lipschitz, stacked_labels
 
 #: methods of the study: Black et al.'s (± SNS) and the CT paper's ECCo generator (± SNS)
@@ -57,6 +58,8 @@ class SearchContext:
     #: Min-ε PGD's and SNS's box (``consistency.search_box``): ``feature`` (each feature's own range, as ``cons``
     #: has it) or ``scalar`` (one range for every feature, ``X_train``'s overall min and max: the authors' code)
     search_box: str = "feature"
+    #: ε of SNS's step x' + η·g/(‖g‖ + ε) (``consistency.sns.norm_eps``; the authors' code: 1e-7)
+    sns_norm_eps: float = AUTHORS_NORM_EPS
 
     def constraints_for(self, name: str, cons: Constraints) -> Constraints:
         """``cons`` for method ``name`` (a base method or ``sns``): under ``search_box="scalar"`` Min-ε PGD and SNS
@@ -110,7 +113,7 @@ def search_methods(model: nn.Module, x: torch.Tensor, target: torch.Tensor, cons
         results[b] = gen.search(model, x, target, ctx.constraints_for(b, cons), conv,
                                 torch.Generator().manual_seed(ctx.seed))
         seconds[b] = time.process_time() - t
-    sns = SNSGenerator(radius=ctx.sns_radius, fidelity=ctx.sns_fidelity, seed=ctx.seed)
+    sns = SNSGenerator(radius=ctx.sns_radius, fidelity=ctx.sns_fidelity, seed=ctx.seed, norm_eps=ctx.sns_norm_eps)
     for m in methods:
         if m.endswith("+sns"):
             t = time.process_time()

@@ -10,7 +10,7 @@ neighbourhood, which the paper shows is more stable under retraining. The integr
 
 1. g = ∇ₓ Σ_rows Σ_i σ_c(t_i·x')  (σ_c = softmax probability of c; one forward/backward over an (R·B, D) batch),
    with the mutability mask applied to g (immutable features get no gradient);
-2. x' ← x' + η·g/‖g‖₂ (a row with g = 0 stays put);
+2. x' ← x' + η·g/(‖g‖₂ + ε) (a row with g = 0 stays put; ε = ``norm_eps``, below);
 3. x' ← x₀ + (x' − x₀)·min(1, δ/‖x' − x₀‖₂)  (projection onto the L2 ball around the start);
 4. x' ← clamp(x', lo, hi) with the data-range box widened to contain x₀ (so the clamp keeps x' in the ball);
 5. if argmax f(x') = c, x' becomes the row's answer (the answer is the last such iterate; the start if none).
@@ -18,6 +18,10 @@ neighbourhood, which the paper shows is more stable under retraining. The integr
 The loss is a sum over rows and the step is normalised per row, so a row's path does not depend on the batch (the
 authors' code averages over the batch, which the per-row normalisation cancels). The search starts at x₀ plus
 Gaussian noise of std ``noise_std`` (authors' code: 1e-3), masked by mutability and drawn from a seeded generator.
+The step's normaliser ``norm_eps`` is the authors' code's (``l2_norm`` adds ``tf.keras.backend.epsilon()``, 1e-7,
+to the norm), under either fidelity: the paper does not state the step's form. Where the class probability saturates
+along the whole path, ‖g‖ falls far below 1e-7 and the authors' step shrinks with it (SNS stalls); ``norm_eps=0``
+takes a full step of η whatever the gradient's size (``benchmarks/black2022_causes/sns_step.py`` measures the two).
 Defaults (``fidelity="reference"``) are the authors' code: δ = 0.3, η = 1e-3, 100 steps, 20 grid points.
 ``fidelity="paper"`` follows Appendix B.3: 200 steps, 10 grid points, η = 2δ/200 (δ: 0.8 × the largest Min-ε PGD
 ball, passed by the caller).
@@ -35,6 +39,8 @@ from ._batch import bounds_containing, check_batch, default_rng, make_result, pr
 from .base import CounterfactualResult, frozen_parameters
 
 #: Settings of the two fidelity modes (δ is given by the caller in both; the reference default is 0.3).
+#: ε of the step x' + η·g/(‖g‖ + ε): the authors' code's (Keras' epsilon), the default under both fidelities
+AUTHORS_NORM_EPS = 1e-7
 SNS_PRESETS = {
     "reference": {"grid_points": 20, "max_steps": 100, "step_size": 1e-3},
     "paper": {"grid_points": 10, "max_steps": 200, "step_size": None},  # None: 2δ / max_steps
@@ -64,7 +70,7 @@ class SNSGenerator:
 
     def __init__(self, radius: float = 0.3, step_size: float | None = None, max_steps: int | None = None,
                  grid_points: int | None = None, noise_std: float = 1e-3, fidelity: str = "reference",
-                 seed: int = 0):
+                 seed: int = 0, norm_eps: float = AUTHORS_NORM_EPS):
         if fidelity not in SNS_PRESETS:
             raise ValueError(f"sns.fidelity: {fidelity!r} is not one of {sorted(SNS_PRESETS)}")
         radius = float(radius)
@@ -83,6 +89,9 @@ class SNSGenerator:
             raise ValueError(f"sns.step_size: {step_size} must be > 0")
         if float(noise_std) < 0:
             raise ValueError(f"sns.noise_std: {noise_std} must be >= 0")
+        if isinstance(norm_eps, bool) or not isinstance(norm_eps, int | float) or not float(norm_eps) >= 0:
+            raise ValueError(f"sns.norm_eps: {norm_eps!r} must be a number >= 0 (the authors' code: 1e-7; 0: a unit "
+                             "step whatever the gradient's size)")
         self.radius = radius
         self.step_size = float(step_size)
         self.max_steps = max_steps
@@ -90,11 +99,12 @@ class SNSGenerator:
         self.noise_std = float(noise_std)
         self.fidelity = fidelity
         self.seed = int(seed)
+        self.norm_eps = float(norm_eps)
 
     def params(self) -> dict[str, Any]:
         return {"type": self.name, "radius": self.radius, "step_size": self.step_size, "max_steps": self.max_steps,
                 "grid_points": self.grid_points, "noise_std": self.noise_std, "fidelity": self.fidelity,
-                "seed": self.seed}
+                "seed": self.seed, "norm_eps": self.norm_eps}
 
     # -- entry points --------------------------------------------------------------------------------------------
     def search(self, model: nn.Module, x: torch.Tensor, target: torch.Tensor, constraints: Constraints | None = None,
@@ -161,12 +171,18 @@ class SNSGenerator:
             if last:
                 break
             grad = cons.mask_update(grad, codes)
-            xc = self._clamp(project_l2(xc + self.step_size * unit_rows(grad), x0, self.radius), lo, hi)
+            xc = self._clamp(project_l2(xc + self.step_size * self._direction(grad), x0, self.radius), lo, hi)
         return best, best_step
+
+    def _direction(self, grad: torch.Tensor) -> torch.Tensor:
+        """g/(‖g‖ + ε) per row, as the authors' ``unit_vector`` (ε > 0); g/‖g‖ for ε = 0 (a zero row stays 0)."""
+        if self.norm_eps == 0:
+            return unit_rows(grad)
+        return grad / (grad.norm(dim=1, keepdim=True) + self.norm_eps)
 
     @staticmethod
     def _clamp(x, lo, hi):
         return x if lo is None else torch.clamp(x, lo, hi)
 
 
-__all__ = ["SNSGenerator", "SNS_PRESETS", "integrated_score", "riemann_grid"]
+__all__ = ["AUTHORS_NORM_EPS", "SNSGenerator", "SNS_PRESETS", "integrated_score", "riemann_grid"]
