@@ -79,43 +79,30 @@ class Objective:
         ``counts`` = (n, m), the rows and tuples of the whole mini-batch when ``xb`` and ``group`` are one row chunk
         of it: each part is then the chunk's sum over the whole batch's count, so that the chunks' losses (and their
         gradients) add up to the batch's (:mod:`.grad_chunks`)."""
-        if counts is not None:
-            return self._chunk(model, xb, yb, group, *counts)
-        if group is None or len(group) == 0 or not self.needs_counterfactuals:
-            clf = F.cross_entropy(model(xb), yb)
-            return self.lambda_clf * clf, {"clf": clf}
-        n, m = xb.shape[0], len(group)
-        # One forward pass for the batch and all three kinds of counterfactual points.
-        logits = model(torch.cat([xb, group.x_cf, group.x_plus, group.x_ae]))
-        lb, lcf, lplus, lae = logits.split([n, m, m, m])
-        t = group.target[:, None]
-        f_cf, f_plus = lcf.gather(1, t).squeeze(1), lplus.gather(1, t).squeeze(1)
-        parts = {
-            "clf": F.cross_entropy(lb, yb),
-            "div": (f_cf - f_plus).mean(),
-            "reg": (f_plus.square() + f_cf.square()).mean(),
-            "adv": F.cross_entropy(lae, group.y_ae),
-        }
-        lam = self.lambdas()
-        total = sum(lam[k] * parts[k] for k in self.parts)
-        return total, parts
+        n, m = counts if counts is not None else (xb.shape[0], 0 if group is None else len(group))
 
-    def _chunk(self, model: nn.Module, xb: torch.Tensor, yb: torch.Tensor, group: CounterfactualGroup | None,
-               n: int, m: int) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """:meth:`__call__`'s parts as this chunk's share of the batch means (sums over the batch's n and m)."""
+        def mean(v: torch.Tensor, count: int) -> torch.Tensor:  # the batch mean, or this chunk's share of it
+            return v.mean() if counts is None else v.sum() / count
+
+        def ce(logits: torch.Tensor, y: torch.Tensor, count: int) -> torch.Tensor:
+            if counts is None:
+                return F.cross_entropy(logits, y)
+            return F.cross_entropy(logits, y, reduction="sum") / count
+
         if group is None or m == 0 or not self.needs_counterfactuals:
-            clf = F.cross_entropy(model(xb), yb, reduction="sum") / n
+            clf = ce(model(xb), yb, n)
             return self.lambda_clf * clf, {"clf": clf}
         nb, mc = xb.shape[0], len(group)
+        # One forward pass for the batch and all three kinds of counterfactual points.
         logits = model(torch.cat([xb, group.x_cf, group.x_plus, group.x_ae]))
         lb, lcf, lplus, lae = logits.split([nb, mc, mc, mc])
         t = group.target[:, None]
         f_cf, f_plus = lcf.gather(1, t).squeeze(1), lplus.gather(1, t).squeeze(1)
         parts = {
-            "clf": F.cross_entropy(lb, yb, reduction="sum") / n,
-            "div": (f_cf - f_plus).sum() / m,
-            "reg": (f_plus.square() + f_cf.square()).sum() / m,
-            "adv": F.cross_entropy(lae, group.y_ae, reduction="sum") / m,
+            "clf": ce(lb, yb, n),
+            "div": mean(f_cf - f_plus, m),
+            "reg": mean(f_plus.square() + f_cf.square(), m),
+            "adv": ce(lae, group.y_ae, m),
         }
         lam = self.lambdas()
         total = sum(lam[k] * parts[k] for k in self.parts)
