@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from ctbench.cli import main
+from ctbench.cli.search_threads import search_threads, unsplit_search_note
 from ctbench.errors import UserInputError
 from ctbench.generators import row_chunks
 from ctbench.generators.base import Convergence
@@ -20,7 +21,6 @@ from ctbench.generators.ecco import ECCoGenerator
 from ctbench.generators.generic import GenericGenerator
 from ctbench.generators.result import CounterfactualResult
 from ctbench.models import LeNet
-from ctbench.training.search_threads import search_threads
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("CTBENCH_DATA", ROOT.parent / "shared" / "data"))
@@ -156,3 +156,14 @@ def test_cli_evaluate_with_search_threads_writes_the_one_thread_rows(tmp_path, m
         frames.append(pd.read_csv(out).drop(columns=["seconds"]))
     assert len(frames[0]) >= 192  # three chunks of at least 64 rows
     pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
+
+
+def test_unsplit_search_note_names_revise_only():
+    """``--search-threads n`` on a REVISE model: its search stays one chunk (latent draws in row order), and the
+    command says so; for the generators whose search is split, and for n ≤ 1, there is nothing to say."""
+    note = unsplit_search_note({"generator": {"type": "revise"}}, 3)
+    assert note and "--search-threads 3" in note and "revise" in note
+    assert unsplit_search_note({"generator": {"type": "REVISE"}}, 2)
+    for cfg, n in (({"generator": {"type": "revise"}}, 1), ({"generator": {"type": "revise"}}, None),
+                   ({"generator": {"type": "ecco"}}, 4), ({"generator": {"type": "generic"}}, 2), ({}, 2)):
+        assert unsplit_search_note(cfg, n) is None

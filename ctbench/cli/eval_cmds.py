@@ -33,7 +33,7 @@ def _cmd_evaluate(args) -> int:
     no_shape_caches()  # LeNet's searches: new batch sizes every step would fragment that heap (issue 21)
     from ..evaluation.pool_kernels import cached_ip_star
     from ..experiments.evaluation import parse_models, run, write
-    from ..training.search_threads import search_threads
+    from .search_threads import search_threads
 
     check_experiment(args.experiment)
 

@@ -6,7 +6,8 @@ intra-op thread (:mod:`ctbench.generators.row_chunks`); for LeNet every row then
 so the model is the one-thread model bit for bit at any N (tested, and checked on the paper profile's 100-epoch
 job: ``benchmarks/results/lenet-row-chunks.md``). An earlier version ran the search at N *intra-op* threads
 instead; that split each operator's rows between threads, rounded differently, and ended a different model
-(``benchmarks/results/lenet-threads-cpu2.md``). Only ``ctbench.cli.train_cmds`` imports this module.
+(``benchmarks/results/lenet-threads-cpu2.md``). The command line (``train_cmds``, ``eval_cmds``) is its only user,
+so it lives here, above ``generators`` (it was in ``training/`` up to stop 43).
 """
 
 from __future__ import annotations
@@ -25,6 +26,17 @@ def check_search_threads(n) -> int | None:
     return n
 
 
+def unsplit_search_note(config: dict, n: int | None) -> str | None:
+    """A note for ``--search-threads n`` (n > 1) on a model whose epoch search runs in one chunk: REVISE's latent
+    encoding draws from one random stream in row order, so its search is not split (only the prediction and accuracy
+    passes are); ``None`` where the search is split."""
+    kind = str(((config or {}).get("generator") or {}).get("type", "")).lower()
+    if n is None or n <= 1 or kind != "revise":
+        return None
+    return (f"note: --search-threads {n}: generator 'revise' searches each epoch's rows in one chunk (its latent "
+            "draws are one random stream, kept in row order); only the prediction and accuracy passes are split")
+
+
 @contextlib.contextmanager
 def search_threads(n: int | None):
     """Within the block, every search and prediction pass that is not given its own ``workers`` (the trainer's
@@ -40,4 +52,4 @@ def search_threads(n: int | None):
         yield
 
 
-__all__ = ["check_search_threads", "search_threads"]
+__all__ = ["check_search_threads", "search_threads", "unsplit_search_note"]

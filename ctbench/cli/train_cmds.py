@@ -49,10 +49,13 @@ def _cmd_train(args) -> int:
     no_shape_caches()  # before any convolution: the searches' batch sizes would fragment the heap (issue 21)
     from ..errors import UserInputError
     from ..training.pipeline import FailedTraining, train_from_config, train_population_from_configs
-    from ..training.search_threads import search_threads
+    from .search_threads import search_threads, unsplit_search_note
 
     cfgs = _train_configs(args)
     if len(cfgs) == 1:
+        note = unsplit_search_note(cfgs[0], args.search_threads)
+        if note:
+            print(note, file=sys.stderr)
         with search_threads(args.search_threads):
             trained = {args.out[0]: train_from_config(cfgs[0], progress=not args.quiet)}
         if args.search_threads is not None:  # recorded beside the config's threads (the sidecar's meta)

@@ -39,6 +39,7 @@ class PopulationRun(EpochSearch):
         self.wb = [self.stack.layer(j) for j in range(len(self.stack.layout))]  # (W, b) views of the weights
         self.ones_g = torch.ones(G, dtype=dtype, device=dev)
         self.plus_minus = torch.tensor([1.0, -1.0], dtype=dtype, device=dev)[None, :, None]
+        self.member_models: dict = {}  # population_search._search_each: member g's model, refilled each epoch
         self.upper_cache: dict = {}  # population_loss._upper_grads of the common case, by (batch rows, tuples)
         self.shared = all(r is None for r in rows)
         self.n_rows = [self.N if r is None else int(r.numel()) for r in rows]

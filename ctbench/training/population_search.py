@@ -122,14 +122,16 @@ class EpochSearch:
     def _search_each(self, active, js, sub, xf, target, valid) -> PopulationSearchResult:
         """Member by member through the single-model search: for large factual sets (e.g. 5000 × 108) the search is
         bound by memory traffic, and the single-model path, which works on row chunks that stay in cache, beats
-        one stacked program. Same results as the single trainer by construction."""
+        one stacked program. Same results as the single trainer by construction. Each member's model object is made
+        once and refilled with its weights every epoch (``member_models``)."""
         n_max = xf.shape[1]
         out = {name: [] for name in PopulationSearchResult.__dataclass_fields__}
         for j in js:
             g = active[j]
             n = int(valid[j].sum())
             m = self.members[g]
-            r = m.generator.search(sub.member(j), xf[j, :n], target[j, :n], self.cons, m.convergence, self.gens[g])
+            model = self.member_models[g] = sub.member(j, into=self.member_models.get(g))
+            r = m.generator.search(model, xf[j, :n], target[j, :n], self.cons, m.convergence, self.gens[g])
             for name in out:
                 v = getattr(r, name)
                 pad = torch.zeros((n_max - n, *v.shape[1:]), dtype=v.dtype, device=v.device)
