@@ -166,9 +166,12 @@ class StackedMLP(nn.Module):
         sub = StackedMLP([w for w, _ in layers], [b for _, b in layers], self._template)
         return sub.requires_grad_(False)
 
-    def member(self, g: int) -> nn.Module:
-        """Member ``g`` as an ordinary model of the template's class (on the stack's device)."""
-        model = copy.deepcopy(self._template).to(device=self.flat.device, dtype=self.flat.dtype)
+    def member(self, g: int, into: nn.Module | None = None) -> nn.Module:
+        """Member ``g`` as an ordinary model of the template's class (on the stack's device). ``into``: a model an
+        earlier call returned, whose weights are overwritten instead of copying the template again (a population's
+        per-epoch search asks for every member each epoch; the copy was ~2% of such a job)."""
+        model = into if into is not None else copy.deepcopy(self._template).to(device=self.flat.device,
+                                                                                 dtype=self.flat.dtype)
         linear = [m for m in model if isinstance(m, nn.Linear)]
         with torch.no_grad():
             for i, lin in enumerate(linear):

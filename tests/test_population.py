@@ -39,6 +39,12 @@ def test_stacked_forward_member_and_input_grad_match_each_model(spec):
         assert type(back) is type(m)
         for a, b in zip(back.parameters(), m.parameters(), strict=True):
             assert torch.equal(a, b)
+        # refilled in place: another member's model object takes member g's weights, strides and all
+        other = st.member((g + 1) % 4)
+        same = st.member(g, into=other)
+        assert same is other
+        for a, b in zip(same.parameters(), m.parameters(), strict=True):
+            assert torch.equal(a, b) and a.stride() == b.stride()
     # the hand-written input gradient equals autograd's for an arbitrary upstream gradient
     dl = torch.randn(4, 7, 3, dtype=F64)
     logits, hidden = st.forward_cached(x)
@@ -189,6 +195,29 @@ def test_each_member_equals_the_single_model_trainer(mutability):
         _assert_same(r, ref_model, ref_log)
     assert results[1].log["share_mature"].isna().all()               # vanilla: no counterfactuals
     assert results[4].log["share_mature"].isna().tolist() == [True, True, False]  # burn-in round(0.5·3) = 2
+
+
+def test_member_by_member_search_equals_the_single_model_trainer(monkeypatch):
+    """The epoch search member by member (``_search_each``: large factual sets), forced here for every size: each
+    member's model object is made once and refilled each epoch, and every member still equals its single run."""
+    import ctbench.training.population_search as ps
+
+    monkeypatch.setattr(ps, "PER_MEMBER_SEARCH_FLOATS", 0)
+    calls = []
+    real = ps.EpochSearch._search_each
+
+    def spy(self, *args):
+        calls.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(ps.EpochSearch, "_search_each", spy)
+    X, y = _data()
+    members = [_member(0, "full"), _member(1, "full", lambda_reg=0.5), _member(2, "energy", gen="generic", tau=0.9)]
+    results = train_population(members, X, y, dtype=F64, X_val=X[:40], y_val=y[:40])
+    assert len(calls) == 3 and [r.population_size for r in results] == [3, 3, 3]  # one search a epoch, 3 epochs
+    for m, r in zip(members, results, strict=True):
+        ref_model, ref_log = _single(m, X, y, X_val=X[:40], y_val=y[:40])
+        _assert_same(r, ref_model, ref_log)
 
 
 def test_leave_one_out_members_and_shuffled_batches():
