@@ -9,7 +9,6 @@ batch looks ≈ 2× slower than chunks of it (fresh pages faulted in), which the
 """
 
 import collections
-import hashlib
 import json
 import os
 import sys
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 
 import torch
+from weights_digest import state_dict_sha256
 
 from ctbench.cli import main  # first: the command line's allocator settings, before numpy starts threads
 from ctbench.paper_settings import model_config
@@ -50,13 +50,9 @@ for k, n in pairs:
     assert main(["train", "--config-json", json.dumps(cfg), "--out", str(path), "--quiet",
                  "--search-threads", str(n)]) == 0
     blob = torch.load(path, weights_only=True)
-    h = hashlib.sha256()
-    for name, v in blob["state_dict"].items():
-        h.update(name.encode())
-        h.update(v.numpy().tobytes())
     log = blob["meta"]["log"]
     total = sum(log["seconds"])
-    print(json.dumps({"grad_chunks": k, "search_threads": n, "weights_sha256": h.hexdigest()[:16],
+    print(json.dumps({"grad_chunks": k, "search_threads": n, "weights_sha256": state_dict_sha256(blob)[:16],
                       "epochs_s": round(total, 2), "search_s": round(seconds["search"], 2),
                       # K = 1 takes the whole-batch path, not timed apart: the rest of the epoch stands for it
                       "step_s": round(seconds["chunked_step"], 2) if k > 1 else None,

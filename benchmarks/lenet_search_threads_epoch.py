@@ -6,7 +6,6 @@ sidecar's per-epoch wall and search seconds say what the threads bought (issue 2
     CTBENCH_DATA=../shared/data python benchmarks/lenet_search_threads_epoch.py OUTDIR [epochs] [N...]
 """
 
-import hashlib
 import json
 import os
 import resource
@@ -16,6 +15,7 @@ import time
 from pathlib import Path
 
 import torch
+from weights_digest import state_dict_sha256
 
 from ctbench.paper_settings import model_config
 
@@ -34,12 +34,8 @@ for n in [None, *counts]:
                     *extra], check=True)
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     blob = torch.load(path, weights_only=True)
-    h = hashlib.sha256()
-    for k, v in blob["state_dict"].items():
-        h.update(k.encode())
-        h.update(v.numpy().tobytes())
     log = blob["meta"]["log"]
-    print(json.dumps({"search_threads": n, "weights_sha256": h.hexdigest()[:16],
+    print(json.dumps({"search_threads": n, "weights_sha256": state_dict_sha256(blob)[:16],
                       "wall": round(time.perf_counter() - t0, 1),
                       "cpu": round(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime, 1),
                       "epoch_seconds": [round(s, 1) for s in log["seconds"]],
