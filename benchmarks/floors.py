@@ -341,10 +341,13 @@ class Counter:
 
 
 def fold_seed_groups(stages):
-    """Count a ``<rule>_seeds`` stage (one process for a dataset's seeds, ``evaluation.group_seeds``) as ``<rule>``:
-    the counters above count every file of a kind, whichever job wrote it."""
+    """Count a ``<rule>_seeds`` stage (one process for a dataset's seeds, ``evaluation.group_seeds``) as ``<rule>``
+    and Seizure's consistency shards as ``consistency_black2022``: the counters above count every file of a kind,
+    whichever job wrote it."""
     stages = stages.copy()
     stages["stage"] = stages["stage"].str.removesuffix("_seeds")
+    # Seizure's retrained models train in the shards of ``consistency.shards``; its merged sidecar counts them all
+    stages["stage"] = stages["stage"].replace({"consistency_shard": "consistency_black2022"})
     return stages.groupby("stage", as_index=False, sort=True)[["jobs", "cpu_seconds"]].sum()
 
 
@@ -377,6 +380,10 @@ def main(argv: list[str] | None = None) -> None:
                         "MLP/linear 2·in·out per layer; SGD 3 fwd/row/epoch; search 2 fwd × nce × mean_steps(epoch) "
                         "from each sidecar's log; CE loss 3 fwd × nce/epoch; n_train and epochs from sidecars"),
         "train_final_ablation": (c.train("final", "train_final_ablation"), "float32", "as train_final"),
+        "train_final_seed": (c.train("final_seed", "train_final_seed"), "float32",
+                             "as train_final (MNIST, one job per seed)"),
+        "train_final_ablation_seed": (c.train("final_seed", "train_final_ablation_seed"), "float32",
+                                      "as train_final (MNIST's CD and AR, one job per seed)"),
         "retrain_train": (c.train("retrain_final"), "float32", "as train_final (retrain sidecars)"),
         "lenet_train": (c.train("lenet"), "float32", "LeNet-5 fwd 1.39 MFLOP/image (convs counted per output "
                         "pixel); otherwise as train_final"),
