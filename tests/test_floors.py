@@ -54,3 +54,19 @@ def test_bad_shapes_are_refused():
         floors.mlp_forward(0, 3, 1, 2)
     with pytest.raises(ValueError, match="no FLOP formula"):
         floors.model_forward({"type": "resnet"})
+
+
+def test_stages_fold_per_seed_groups_and_consistency_shards():
+    """``evaluate_seeds`` counts as ``evaluate`` and Seizure's consistency shards with their merge job (whose sidecar
+    counts every retrained model); ``train_final_seed`` stays a stage of its own (its counter reads the per-seed
+    jobs)."""
+    import pandas as pd
+
+    stages = pd.DataFrame({"stage": ["evaluate", "evaluate_seeds", "consistency_black2022", "consistency_shard",
+                                     "train_final_seed"], "jobs": [15, 24, 5, 4, 5],
+                           "cpu_seconds": [277.0, 459.3, 302.9, 407.2, 355.4]})
+    out = floors.fold_seed_groups(stages).set_index("stage")
+    assert out.loc["evaluate", "jobs"] == 39 and out.loc["evaluate", "cpu_seconds"] == pytest.approx(736.3)
+    assert out.loc["consistency_black2022", "jobs"] == 9
+    assert out.loc["consistency_black2022", "cpu_seconds"] == pytest.approx(710.1)
+    assert "consistency_shard" not in out.index and out.loc["train_final_seed", "jobs"] == 5
