@@ -38,9 +38,9 @@ from ..constraints import Constraints
 from ._batch import bounds_containing, check_batch, default_rng, make_result, predict, project_l2, unit_rows
 from .base import CounterfactualResult, frozen_parameters
 
-#: Settings of the two fidelity modes (δ is given by the caller in both; the reference default is 0.3).
 #: ε of the step x' + η·g/(‖g‖ + ε): the authors' code's (Keras' epsilon), the default under both fidelities
 AUTHORS_NORM_EPS = 1e-7
+#: Settings of the two fidelity modes (δ is given by the caller in both; the reference default is 0.3).
 SNS_PRESETS = {
     "reference": {"grid_points": 20, "max_steps": 100, "step_size": 1e-3},
     "paper": {"grid_points": 10, "max_steps": 200, "step_size": None},  # None: 2δ / max_steps
