@@ -167,3 +167,37 @@ def test_unsplit_search_note_names_revise_only():
     for cfg, n in (({"generator": {"type": "revise"}}, 1), ({"generator": {"type": "revise"}}, None),
                    ({"generator": {"type": "ecco"}}, 4), ({"generator": {"type": "generic"}}, 2), ({}, 2)):
         assert unsplit_search_note(cfg, n) is None
+
+
+def test_revise_search_stays_one_chunk_under_row_workers(monkeypatch):
+    """What the note says: inside ``search_threads(3)`` REVISE's search is handed one worker (its latent draws are
+    one stream in row order) and gives the unsplit search's counterfactuals bit for bit; a feature-space generator
+    is handed the three workers."""
+    from ctbench.generators import make_generator
+    from ctbench.generators.vae import VAE
+    from ctbench.models import build_model
+
+    torch.set_num_threads(1)
+    x = torch.randn(60, 4, generator=torch.Generator().manual_seed(0))
+    model = build_model({"type": "mlp"}, 4, 2, seed=0)
+    target = 1 - model(x).argmax(1)
+    vae = VAE(4, 2, 8, seed=0)
+    vae.fit(x, epochs=2, batch_size=30, seed=0)
+    revise = make_generator({"type": "revise"}, vae=vae)
+    conv = Convergence("threshold", 0.75, 10)
+    alone = revise.search(model, x, target, None, conv, torch.Generator().manual_seed(1))
+    seen = []
+    real = row_chunks.search_row_chunks
+
+    def spy(search, xs, ts, workers):
+        seen.append(workers)
+        return real(search, xs, ts, workers)
+
+    import ctbench.generators.base as base
+
+    monkeypatch.setattr(base, "search_row_chunks", spy)
+    with search_threads(3):
+        split = revise.search(model, x, target, None, conv, torch.Generator().manual_seed(1))
+        make_generator({"type": "generic"}).search(model, x, target, None, conv)
+    assert seen == [1, 3]
+    assert torch.equal(split.counterfactual, alone.counterfactual)
