@@ -13,7 +13,7 @@ import torch
 from ctbench.constraints import Constraints
 from ctbench.fidelity import resolve_fidelity
 from ctbench.generators import Convergence, make_generator
-from ctbench.generators.population import MemberSearchSettings, population_search
+from ctbench.generators.population import MemberSearchSettings, PopulationSearchResult, population_search
 from ctbench.generators.vae import VAE
 from ctbench.models import build_model
 from ctbench.stacked import StackedMLP, stackable
@@ -363,3 +363,52 @@ def test_the_learning_check_runs_without_per_epoch_accuracies(log_accuracy):
                                        log_accuracy=log_accuracy)
     assert r_fine.ok and not r_stuck.ok and "training did not learn" in r_stuck.error
     assert r_stuck.log["acc_val"].isna().all() != log_accuracy
+
+
+def test_a_members_counterfactuals_are_bitwise_the_same_whatever_its_companions_keep_in_the_layout():
+    """float32: a member's last straggling rows used to be computed in a layout of a few rows when alone (compaction
+    follows the busiest member), where ATen's naive batched product rounds differently from the BLAS kernels of
+    the large layout it shares with a slow companion; the layout now keeps ``MIN_LAYOUT_ROWS`` rows."""
+    from ctbench.generators.population import MIN_LAYOUT_ROWS
+
+    n = 200
+    me = build_model({"type": "mlp"}, 2, 2, seed=0)
+    with torch.no_grad():  # logit₁ − logit₀ ≈ 2·x₁ (two ReLU units carry ±x₁), plus small random weights
+        me[0].weight.mul_(0.1)
+        me[0].bias.zero_()
+        me[2].weight.mul_(0.1)
+        me[2].bias.zero_()
+        me[0].weight[:2] = torch.tensor([[1.0, 0.0], [-1.0, 0.0]])
+        me[2].weight[:, :2] = torch.tensor([[-1.0, 1.0], [1.0, -1.0]])
+    x = torch.rand(1, n, 2, generator=torch.Generator().manual_seed(0)) - 1.0  # x₁ in [−1, 0): ~25 steps
+    x[0, :3, 0] -= 5.0                                                         # three rows ~75 steps away
+    target = torch.ones(1, n, dtype=torch.long)
+    slow = build_model({"type": "mlp"}, 2, 2, seed=99)  # a companion whose rows all run to T
+    gens = [make_generator({"type": "generic", "step_size": 0.05}),
+            make_generator({"type": "generic", "step_size": 1e-6})]
+    convs = [Convergence("threshold", 0.75, 200)] * 2
+    both = population_search(StackedMLP.from_models([me, slow]), torch.cat([x, torch.randn(1, n, 2)]),
+                             torch.cat([target, target]), MemberSearchSettings.build(gens, convs))
+    alone = population_search(StackedMLP.from_models([me]), x, target, MemberSearchSettings.build(gens[:1], convs[:1]))
+    steps = alone.steps[0].sort().values
+    assert int(steps[-3]) > 60 and int(steps[-4]) < 40 < MIN_LAYOUT_ROWS * 2  # three stragglers: the case bites
+    assert int(both.steps[1].min()) > 150                                      # the companion keeps a wide layout
+    for name in PopulationSearchResult.__dataclass_fields__:
+        assert torch.equal(getattr(both, name)[0], getattr(alone, name)[0]), name
+
+
+def test_a_search_of_fewer_rows_than_the_minimal_layout_is_padded_and_cut():
+    from ctbench.generators.population import MIN_LAYOUT_ROWS
+
+    models = _models([{"type": "mlp"}] * 2, D=3)
+    st = StackedMLP.from_models(models)
+    x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(1), dtype=F64)
+    target = torch.ones(2, 5, dtype=torch.long)
+    gens = [make_generator({"type": "generic"})] * 2
+    convs = [Convergence("threshold", 0.75, 20)] * 2
+    res = population_search(st, x, target, MemberSearchSettings.build(gens, convs, dtype=F64))
+    assert res.counterfactual.shape == (2, 5, 3) and res.steps.shape == (2, 5) and 5 < MIN_LAYOUT_ROWS
+    for m in range(2):
+        ref = gens[m].search(models[m], x[m], target[m], None, convs[m])
+        torch.testing.assert_close(res.counterfactual[m], ref.counterfactual, rtol=0, atol=1e-10)
+        assert torch.equal(res.steps[m], ref.steps)

@@ -116,6 +116,15 @@ class PopulationSearchResult:
     initially_valid: torch.Tensor
 
 
+#: the fewest rows a search's layout holds: compaction stops there and smaller inputs are padded to it (with inactive
+#: rows). Why: ATen multiplies batched matrices in a naive loop when contraction × rows × columns < 400, and MKL
+#: takes other kernels for a few rows; both round differently from the kernels of larger layouts, so a row's bits
+#: depended on how many rows its companions had left (measured in float32: a 2-32-2 MLP's rows differ in layouts of
+#: ≤ 6 rows, D = 784 with 10 classes in layouts of ≤ 11; from 12 rows on every layout gives every row the same bits
+#: as a 1,000-row one). With it a member's counterfactuals do not depend on the other members of its population.
+MIN_LAYOUT_ROWS = 32
+
+
 def _gather_rows(t: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
     if t.ndim == 2:
         return t.gather(1, perm)
@@ -129,7 +138,8 @@ def population_search(model, x: torch.Tensor, target: torch.Tensor, settings: Me
 
     ``valid`` (G, n) marks real rows when members have fewer factuals than ``n`` (padding is never searched).
     ``compact_below``: drop finished rows from the layout once the busiest member has fewer than this share of the
-    current rows active (a gather; results do not depend on it). ``latent``: search in a VAE's latent space
+    current rows active (a gather; results do not depend on it, nor on the other members: the layout keeps at least
+    :data:`MIN_LAYOUT_ROWS` rows). ``latent``: search in a VAE's latent space
     (REVISE) with each member's own random stream.
     """
     if x.shape[1] == 0:  # no factuals: an empty result at once
@@ -137,8 +147,19 @@ def population_search(model, x: torch.Tensor, target: torch.Tensor, settings: Me
         z = torch.zeros(G, 0, dtype=torch.bool, device=x.device)
         return PopulationSearchResult(x.clone(), x.clone(), z, torch.zeros(G, 0, dtype=torch.long, device=x.device),
                                       torch.zeros(G, 0, dtype=x.dtype, device=x.device), z.clone())
+    n = x.shape[1]
+    x = x.detach()
+    if n < MIN_LAYOUT_ROWS:  # inactive copies of the first row up to the minimal layout; cut off below
+        G, pad = x.shape[0], MIN_LAYOUT_ROWS - n
+        x = torch.cat([x, x[:, :1].expand(-1, pad, -1)], 1)
+        target = torch.cat([target, target[:, :1].expand(-1, pad)], 1)
+        real = torch.ones(G, n, dtype=torch.bool, device=x.device) if valid is None else valid.bool()
+        valid = torch.cat([real, torch.zeros(G, pad, dtype=torch.bool, device=x.device)], 1)
     with torch.no_grad():  # gradients are taken by hand (StackedMLP.input_grad); no autograd graph is needed
-        return _search(model, x.detach(), target, settings, constraints, valid, compact_below, latent)
+        res = _search(model, x, target, settings, constraints, valid, compact_below, latent)
+    if x.shape[1] == n:
+        return res
+    return PopulationSearchResult(*(getattr(res, f)[:, :n] for f in PopulationSearchResult.__dataclass_fields__))
 
 
 @dataclass
@@ -259,7 +280,7 @@ def _search(model, x, target, settings, constraints, valid, compact_below, laten
             if any_cost:  # REVISE's L1 cost is a penalty on the decoded point: its gradient goes through the decoder
                 grad = grad + rule.lam * (cur - x0).sign()
             grad = latent.grad(dec_hidden, grad)
-        m_new = int(active.sum(1).max())
+        m_new = max(int(active.sum(1).max()), MIN_LAYOUT_ROWS)  # never below the minimal layout (see there)
         if m_new < compact_below * active.shape[1]:  # drop finished rows from the layout
             perm = torch.argsort((~active).to(torch.int8), dim=1, stable=True)[:, :m_new]
             grad, xcf, x0, nascent, diff = (_gather_rows(v, perm) for v in (grad, xcf, x0, nascent, diff))
