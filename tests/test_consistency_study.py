@@ -324,7 +324,7 @@ def test_sns_norm_eps_defaults_to_the_authors_code_reaches_sns_and_is_recorded(m
 
     assert resolve_settings({})["sns"]["norm_eps"] == 1e-7
     assert resolve_settings({"sns": {"norm_eps": 0}})["sns"]["norm_eps"] == 0
-    for bad in (-1e-7, "1e-7", True):
+    for bad in (-1e-7, "1e-7", True, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="consistency.sns.norm_eps"):
             resolve_settings({"sns": {"norm_eps": bad}})
     seen = []

@@ -199,7 +199,8 @@ def test_presets_and_bad_settings():
     for kw, word in (({"radius": 0.0}, "sns.radius"), ({"radius": -1}, "sns.radius"),
                      ({"fidelity": "x"}, "sns.fidelity"), ({"grid_points": 0}, "sns.grid_points"),
                      ({"step_size": 0}, "sns.step_size"), ({"norm_eps": -1e-7}, "sns.norm_eps"),
-                     ({"norm_eps": "1e-7"}, "sns.norm_eps"), ({"norm_eps": True}, "sns.norm_eps")):
+                     ({"norm_eps": "1e-7"}, "sns.norm_eps"), ({"norm_eps": True}, "sns.norm_eps"),
+                     ({"norm_eps": math.inf}, "sns.norm_eps"), ({"norm_eps": math.nan}, "sns.norm_eps")):
         with pytest.raises(ValueError, match=word):
             SNSGenerator(**kw)
 

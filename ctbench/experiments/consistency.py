@@ -139,8 +139,8 @@ def resolve_settings(settings: dict[str, Any] | None, part: str = "black2022") -
         if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
             raise ValueError(f"consistency.{key}: {v!r} must be a number > 0 (allowed range: (0, inf))")
     ne = s["sns"]["norm_eps"]
-    if isinstance(ne, bool) or not isinstance(ne, int | float) or not ne >= 0:
-        raise ValueError(f"consistency.sns.norm_eps: {ne!r} must be a number >= 0 (the authors' code: 1e-7)")
+    if isinstance(ne, bool) or not isinstance(ne, int | float) or not 0 <= ne < float("inf"):
+        raise ValueError(f"consistency.sns.norm_eps: {ne!r} must be a finite number >= 0 (the authors' code: 1e-7)")
     if s["sns"]["fidelity"] not in ("reference", "paper"):
         raise ValueError(f"consistency.sns.fidelity: {s['sns']['fidelity']!r}; allowed: reference, paper")
     if s["elastic_net_box"] not in (None, *BOXES):

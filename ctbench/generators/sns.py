@@ -29,6 +29,7 @@ ball, passed by the caller).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -89,9 +90,9 @@ class SNSGenerator:
             raise ValueError(f"sns.step_size: {step_size} must be > 0")
         if float(noise_std) < 0:
             raise ValueError(f"sns.noise_std: {noise_std} must be >= 0")
-        if isinstance(norm_eps, bool) or not isinstance(norm_eps, int | float) or not float(norm_eps) >= 0:
-            raise ValueError(f"sns.norm_eps: {norm_eps!r} must be a number >= 0 (the authors' code: 1e-7; 0: a unit "
-                             "step whatever the gradient's size)")
+        if isinstance(norm_eps, bool) or not isinstance(norm_eps, int | float) or not 0 <= float(norm_eps) < math.inf:
+            raise ValueError(f"sns.norm_eps: {norm_eps!r} must be a finite number >= 0 (the authors' code: 1e-7; 0: a "
+                             "unit step whatever the gradient's size; inf would freeze every search)")
         self.radius = radius
         self.step_size = float(step_size)
         self.max_steps = max_steps
