@@ -20,6 +20,7 @@ Every failure is a :class:`~ctbench.errors.ConfigError` whose message starts wit
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +214,11 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None, *, jobs
     # must have its checksum (a corrupt one would fail after the other jobs ran)
     for ds in dict.fromkeys(j["dataset"] for j in workflow.jobs("consistency")):
         check_present_files(ds, (c.get("data_params") or {}).get(ds), f"consistency.datasets: {ds}")
+    # the study's settings as each job will resolve them (e.g. sns.norm_eps: .inf passes the schema's minimum)
+    from .experiments.consistency import resolve_settings
+    for part, settings in {(j["part"], json.dumps(j["settings"], sort_keys=True)): j["settings"]
+                           for j in workflow.jobs("consistency")}.items():
+        _checked("", resolve_settings, settings, part[0])
     # every final model's train config (training, training_overrides, fidelity, data_params, device), as planned
     final = [*_checked("training", workflow.jobs, "final"), *_checked("training", workflow.jobs, "final_seed")]
     for job in final:

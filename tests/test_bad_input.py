@@ -502,6 +502,8 @@ DRY = [
     ("switch-misspelt", ["fidelity_overrides={nascent_inclusiv: false}"], 1, ("nascent_inclusiv",)),
     ("grid-tau", ["grids={overrides: {gen_params: {tau: [1.5]}}}"], 1, ("grids.overrides.gen_params.tau", "1.5")),
     ("lenet-device", ["lenet={device: gpu}"], 1, ("lenet.device", "'gpu'", "write cpu, cuda or cuda:N")),
+    # passes the schema's minimum: 0; the study's own settings check refuses it before any job
+    ("sns-norm-eps-inf", ["consistency={sns: {norm_eps: .inf}}"], 1, ("consistency.sns.norm_eps", "finite")),
     ("valid-n-runs", ["evaluation={n_runs: 5}", "fidelity_overrides={nascent_inclusive: false}"], 0, ()),
 ]
 
