@@ -120,8 +120,9 @@ class PopulationSearchResult:
 #: rows). Why: ATen multiplies batched matrices in a naive loop when contraction × rows × columns < 400, and MKL
 #: takes other kernels for a few rows; both round differently from the kernels of larger layouts, so a row's bits
 #: depended on how many rows its companions had left (measured in float32: a 2-32-2 MLP's rows differ in layouts of
-#: ≤ 6 rows, D = 784 with 10 classes in layouts of ≤ 11; from 12 rows on every layout gives every row the same bits
-#: as a 1,000-row one). With it a member's counterfactuals do not depend on the other members of its population.
+#: ≤ 6 rows, D = 784 with 10 classes in layouts of ≤ 11; from 12 rows on every layout gave every row the same bits
+#: as a 1,000-row one for the shapes measured). With it a feature-space member's counterfactuals do not depend on the
+#: other members of its population; REVISE's latent search still can (benchmarks/README.md, stop 45).
 MIN_LAYOUT_ROWS = 32
 
 
@@ -138,9 +139,9 @@ def population_search(model, x: torch.Tensor, target: torch.Tensor, settings: Me
 
     ``valid`` (G, n) marks real rows when members have fewer factuals than ``n`` (padding is never searched).
     ``compact_below``: drop finished rows from the layout once the busiest member has fewer than this share of the
-    current rows active (a gather; results do not depend on it, nor on the other members: the layout keeps at least
-    :data:`MIN_LAYOUT_ROWS` rows). ``latent``: search in a VAE's latent space
-    (REVISE) with each member's own random stream.
+    current rows active (a gather; in feature space results do not depend on it, nor on the other members: the
+    layout keeps at least :data:`MIN_LAYOUT_ROWS` rows; REVISE's latent search still can, see there).
+    ``latent``: search in a VAE's latent space (REVISE) with each member's own random stream.
     """
     if x.shape[1] == 0:  # no factuals: an empty result at once
         G, _, D = x.shape
