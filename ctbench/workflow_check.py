@@ -177,6 +177,7 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None, *, jobs
     from .data.plugins import HOW_TO
     from .data.registry import family
     from .evaluation.settings import EvalProtocol
+    from .experiments.consistency import resolve_settings
     from .experiments.grids import baseline_config, grid_points, grid_protocol, point_config
     from .fidelity import resolve_fidelity
     from .training.preflight import check_data, check_device, check_train_config
@@ -215,7 +216,6 @@ def check_workflow(workflow: Any, schema_path: str | Path | None = None, *, jobs
     for ds in dict.fromkeys(j["dataset"] for j in workflow.jobs("consistency")):
         check_present_files(ds, (c.get("data_params") or {}).get(ds), f"consistency.datasets: {ds}")
     # the study's settings as each job will resolve them (e.g. sns.norm_eps: .inf passes the schema's minimum)
-    from .experiments.consistency import resolve_settings
     for part, settings in {(j["part"], json.dumps(j["settings"], sort_keys=True)): j["settings"]
                            for j in workflow.jobs("consistency")}.items():
         _checked("", resolve_settings, settings, part[0])
