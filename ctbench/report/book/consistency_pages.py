@@ -187,11 +187,13 @@ def pages(report: Path | None) -> dict[str, str]:
     from .consistency_causes import render_causes
     from .consistency_published import render_table as render_published
     from .consistency_published import render_text as render_published_text
+    from .consistency_target import render_target
 
     return {"consistency_table1": render_table1(report), "consistency_cost": render_cost(report),
             "consistency_published": render_published(report),
             "consistency_published_text": render_published_text(report),
             "consistency_causes": render_causes(),
+            "consistency_target": render_target(report),
             "consistency_r2": render_r2(report), "consistency_pairs": render_pairs(report),
             "consistency_figure": render_figure(report), "consistency_ct": render_ct(report),
             "consistency_answer": answer(report), "consistency_models": render_models(report),
