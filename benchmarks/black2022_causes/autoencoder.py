@@ -33,6 +33,7 @@ from torch import nn
 from ctbench.experiments import consistency as C
 from ctbench.experiments.consistency_search import evaluate
 from ctbench.experiments.invalidation import retraining_plan
+from ctbench.generators import latent_search
 from ctbench.generators.latent_search import LatentRandomSearch
 from ctbench.generators.vae import fit_cached
 from ctbench.training.population import train_population
@@ -79,23 +80,22 @@ class PaperAE(nn.Module):
 
 
 class AuthorsSampling(LatentRandomSearch):
-    """The authors' directions: per factual, the (samples × latent) normal matrix divided by its one norm."""
+    """The authors' directions: per factual, the (samples × latent) normal matrix divided by its one norm. The
+    search is ctbench's; only its per-direction normalisation (``latent_search.unit_rows``) is swapped while it runs."""
 
-    def _sample(self, model, z0, x, target, cons, codes, lo, hi, rng):
-        b, L = z0.shape
-        N, D = self.n_samples, x.shape[1]
-        g = torch.randn((b, N, L), generator=rng, dtype=z0.dtype, device=rng.device).to(z0.device)
-        u = (g / g.flatten(1).norm(dim=1)[:, None, None]).reshape(b * N, L)
-        r = torch.rand((b * N, 1), generator=rng, dtype=z0.dtype, device=rng.device).to(z0.device) * self.radius
-        z = z0.repeat_interleave(N, 0) + r * u
-        xs_rep = x.repeat_interleave(N, 0)
-        rep = lambda t: None if t is None or t.ndim == 1 else t.repeat_interleave(N, 0)  # noqa: E731
-        cand = self._feasible(self.vae.decode(z).to(x.dtype), xs_rep, cons, codes, rep(lo), rep(hi))
-        valid = (model(cand).argmax(1) == target.repeat_interleave(N)).reshape(b, N)
-        dist = (cand - xs_rep).norm(dim=1).reshape(b, N).masked_fill(~valid, float("inf"))
-        pick = dist.argmin(1)
-        best = cand.reshape(b, N, D)[torch.arange(b, device=x.device), pick]
-        return best, valid.any(1)
+    def search(self, model, x, target, constraints=None, convergence=None, generator=None):
+        N = self.n_samples
+
+        def one_norm_per_factual(g):  # g: (factuals · N, latent), the draws in ctbench's order
+            m = g.reshape(-1, N, g.shape[1])
+            return (m / m.flatten(1).norm(dim=1)[:, None, None]).reshape(g.shape)
+
+        saved = latent_search.unit_rows
+        latent_search.unit_rows = one_norm_per_factual
+        try:
+            return super().search(model, x, target, constraints, convergence, generator)
+        finally:
+            latent_search.unit_rows = saved
 
 
 def summary(df) -> dict:
