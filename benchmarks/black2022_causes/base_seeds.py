@@ -71,6 +71,9 @@ def table(folder: Path, seed0: Path | None) -> pd.DataFrame:
         t = table1(df, None)
         n = int(df["n_rs"].max()) if "n_rs" in df else None
         rows.append(t.assign(seed=int(df["seed"].iloc[0]), n_models=n))
+    if not rows:
+        raise SystemExit(f"no black2022 run files (<dataset>_s<seed>.csv[.gz]) under {folder}"
+                         + (f" or {seed0 / 'black2022'}" if seed0 is not None else ""))
     out = pd.concat(rows, ignore_index=True)
     return out[COLUMNS].sort_values(["dataset", "method", "seed"], kind="stable").reset_index(drop=True)
 
@@ -88,7 +91,15 @@ def main(argv: list[str]) -> None:
         return
     if not a.datasets or not a.seeds:
         ap.error("give DATASETS and SEEDS, or --table FOLDER")
-    run(a.datasets.split(","), [int(s) for s in a.seeds.split(",")], a.out)
+    try:
+        seeds = [int(s) for s in a.seeds.split(",")]
+    except ValueError:
+        ap.error(f"SEEDS must be comma-separated integers, got {a.seeds!r}")
+    if any(s < 0 for s in seeds):
+        ap.error(f"base seeds must be >= 0, got {a.seeds!r}")
+    for ds in a.datasets.split(","):
+        paper_job(ds, 0)  # an unknown dataset stops here, before any run
+    run(a.datasets.split(","), seeds, a.out)
 
 
 if __name__ == "__main__":

@@ -66,8 +66,16 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/bsz"))
     ap.add_argument("--seed0", type=Path, required=True, help="the committed run's consistency folder")
     a = ap.parse_args(argv)
+    if a.dataset not in C.ARCHITECTURES:
+        ap.error(f"{a.dataset!r} is not a dataset of Black et al.'s study; one of {sorted(C.ARCHITECTURES)}")
+    try:
+        batches = [int(b) for b in a.batches.split(",")]
+    except ValueError:
+        ap.error(f"batch sizes must be comma-separated integers, got {a.batches!r}")
+    if any(b < 1 for b in batches):
+        ap.error(f"batch sizes must be >= 1, got {a.batches!r}")
     a.out.mkdir(parents=True, exist_ok=True)
-    frames = [rows(a.dataset, int(b), run(a.dataset, int(b), a.out), a.seed0) for b in a.batches.split(",")]
+    frames = [rows(a.dataset, b, run(a.dataset, b, a.out), a.seed0) for b in batches]
     pd.concat(frames).to_csv(sys.stdout, index=False, header=False, float_format="%.4g")
 
 
